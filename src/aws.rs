@@ -1,0 +1,53 @@
+//! One `SdkConfig` for every client, built by the SDK's own configuration chain so that profiles,
+//! SSO, environment variables and `AWS_ENDPOINT_URL` work exactly as they do for the AWS CLI.
+
+use aws_config::retry::RetryConfig;
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+
+use crate::{Error, Result};
+
+/// Retry attempts per call when the operator has not chosen any: AWS control planes throttle hard
+/// during a regional event, and each resource's call is worth more than a few seconds of backoff.
+const DEFAULT_MAX_ATTEMPTS: u32 = 8;
+
+/// What the command line says about where and as whom to call AWS; `None` leaves it to the chain.
+#[derive(Debug, Clone, Default)]
+pub struct Connection {
+    /// `--region`, overriding `AWS_REGION` and the profile's region.
+    pub region: Option<String>,
+    /// `--profile`, overriding `AWS_PROFILE`.
+    pub profile: Option<String>,
+    /// `--endpoint-url`, overriding `AWS_ENDPOINT_URL` (an emulator, a VPC endpoint).
+    pub endpoint_url: Option<String>,
+}
+
+/// Load the shared SDK configuration. Fails with a clear message when no region can be found.
+pub async fn load(conn: &Connection) -> Result<SdkConfig> {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest());
+    if let Some(profile) = &conn.profile {
+        loader = loader.profile_name(profile);
+    }
+    if let Some(region) = &conn.region {
+        loader = loader.region(Region::new(region.clone()));
+    }
+    if let Some(url) = &conn.endpoint_url {
+        loader = loader.endpoint_url(url);
+    }
+    // Respect AWS_RETRY_MODE / AWS_MAX_ATTEMPTS (or the profile's) when the operator set them;
+    // otherwise use adaptive retries, which also slow the client down when throttled.
+    if std::env::var_os("AWS_RETRY_MODE").is_none() && std::env::var_os("AWS_MAX_ATTEMPTS").is_none() {
+        loader = loader.retry_config(RetryConfig::adaptive().with_max_attempts(DEFAULT_MAX_ATTEMPTS));
+    }
+    let config = loader.load().await;
+    if config.region().is_none() {
+        return Err(Error::BadInput(
+            "no AWS region configured: pass --region, set AWS_REGION, or set region in the profile".into(),
+        ));
+    }
+    Ok(config)
+}
+
+/// The region a loaded configuration points at (always present after [`load`]).
+pub fn region_of(config: &SdkConfig) -> String {
+    config.region().map(|r| r.to_string()).unwrap_or_default()
+}

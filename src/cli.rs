@@ -1,0 +1,163 @@
+//! The command line, declared once with clap; each flag is documented where it is declared.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::journal::DEFAULT_TABLE;
+
+/// Evacuate an AWS Availability Zone on the control plane (Auto Scaling, ECS, Lambda, EKS), and put it
+/// back exactly. Every change is journalled in DynamoDB before it is made.
+#[derive(Debug, Parser)]
+#[command(name = "azevac", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// Connection and output options shared by every command.
+    #[command(flatten)]
+    pub global: Global,
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// AWS region (default: the SDK chain: AWS_REGION, then the profile).
+    #[arg(long, global = true)]
+    pub region: Option<String>,
+    /// Named profile from ~/.aws/config (SSO profiles work; default: AWS_PROFILE).
+    #[arg(long, global = true)]
+    pub profile: Option<String>,
+    /// Send every AWS call to this endpoint, e.g. an emulator (default: AWS_ENDPOINT_URL, else AWS).
+    #[arg(long, global = true, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// DynamoDB journal table.
+    #[arg(long, global = true, env = "AZEVAC_TABLE", default_value = DEFAULT_TABLE)]
+    pub table: String,
+    /// Output format: a table for people, or exactly one JSON document on stdout.
+    #[arg(long, global = true, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Resources changed at the same time.
+    #[arg(long, global = true, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrency: u16,
+    /// More log lines on stderr (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// How results are printed on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// A table and a summary line.
+    Table,
+    /// One JSON document.
+    Json,
+}
+
+/// What azevac does.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create the journal table and its index (safe to run again).
+    Init,
+    /// Take a zone's subnets out of every resource's network configuration.
+    Evacuate(Evacuate),
+    /// Put journalled subnets back (union with the current configuration), then delete the records.
+    Recover(Recover),
+    /// Show what the journal says is evacuated now.
+    Status(Status),
+}
+
+/// `--type`, shared by the commands that act per resource type.
+#[derive(Debug, Args)]
+pub struct Types {
+    /// Resource types, comma-separated (default: every type).
+    #[arg(long = "type", value_delimiter = ',', value_name = "TYPE",
+          value_parser = clap::builder::PossibleValuesParser::new(crate::plugins::types()))]
+    pub types: Vec<String>,
+}
+
+/// `--dry-run` and `--yes`, shared by the commands that change things.
+#[derive(Debug, Args)]
+pub struct Confirm {
+    /// Print the plan and change nothing (no journal record is written either).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation (required when stdin is not a terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// `azevac evacuate`.
+#[derive(Debug, Args)]
+pub struct Evacuate {
+    /// The AZ ID to evacuate, e.g. use1-az2 (an ID, not a name such as us-east-1c).
+    #[arg(long, value_name = "AZ_ID")]
+    pub az_id: String,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub types: Types,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub confirm: Confirm,
+    /// Only resources with this tag (repeatable: all must match).
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
+    pub tags: Vec<(String, String)>,
+    /// Only resources whose name starts with this.
+    #[arg(long, value_name = "PREFIX")]
+    pub name_prefix: Option<String>,
+    /// Why, recorded in every journal record this run writes (e.g. an incident ticket).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+}
+
+/// `azevac recover`.
+#[derive(Debug, Args)]
+pub struct Recover {
+    /// Only this AZ ID (default: every evacuated AZ).
+    #[arg(long, value_name = "AZ_ID")]
+    pub az_id: Option<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub types: Types,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub confirm: Confirm,
+    /// Delete the journal records of resources that no longer exist (default: keep and report them).
+    #[arg(long)]
+    pub forget_missing: bool,
+}
+
+/// `azevac status`.
+#[derive(Debug, Args)]
+pub struct Status {
+    /// Only this AZ ID (default: every evacuated AZ).
+    #[arg(long, value_name = "AZ_ID")]
+    pub az_id: Option<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub types: Types,
+}
+
+fn parse_tag(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("expected KEY=VALUE (e.g. --tag team=payments), got {text:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn tags_need_a_key_and_an_equals_sign() {
+        assert_eq!(parse_tag("team=a=b"), Ok(("team".into(), "a=b".into())));
+        assert_eq!(parse_tag("env="), Ok(("env".into(), String::new())));
+        assert!(parse_tag("team").is_err());
+        assert!(parse_tag("=a").is_err());
+    }
+}

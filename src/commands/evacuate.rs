@@ -1,0 +1,150 @@
+//! `azevac evacuate`: plan the removal of one AZ ID's subnets from every resource, then journal
+//! (write-ahead), change, and mark done, resource by resource.
+
+use std::collections::BTreeMap;
+
+use super::{confirm, describe, execute, exit_code, verify, Context, EXIT_OK};
+use crate::cli;
+use crate::journal::{Audit, Record};
+use crate::plan::{self, Command, Filters, Item, Plan, Status};
+use crate::plugins::Plugin;
+use crate::report;
+use crate::topology::{self, Zones};
+use crate::{Error, Result};
+
+/// Run `azevac evacuate`; returns the exit code.
+pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
+    let ec2 = aws_sdk_ec2::Client::new(&ctx.sdk);
+    let zone = Zones::load(&ec2, &ctx.region).await?.resolve(&args.az_id)?;
+    let plugins = ctx.plugins(&args.types.types);
+    let filters = Filters {
+        tags: args.tags.clone(),
+        name_prefix: args.name_prefix.clone(),
+    };
+    let mut plan = make_plan(ctx, &ec2, &zone, &plugins, &filters).await?;
+    plan.az_name = Some(zone.name.clone());
+
+    let changes = plan.items.iter().filter(|i| i.changes_resource()).count();
+    if args.confirm.dry_run || changes == 0 {
+        report::print(
+            &plan,
+            ctx.output,
+            report::Phase::Plan {
+                dry_run: args.confirm.dry_run,
+            },
+        );
+        return Ok(EXIT_OK);
+    }
+    if ctx.output == cli::Output::Table {
+        report::print(&plan, ctx.output, report::Phase::Plan { dry_run: false });
+    }
+    let question = format!("Remove {} subnets from {changes} resources?", zone.id);
+    if !confirm(&question, args.confirm.yes)? {
+        eprintln!("azevac: nothing changed");
+        return Ok(EXIT_OK);
+    }
+    if ctx.journal.create().await? {
+        eprintln!("azevac: created journal table {}", ctx.journal.table());
+    }
+    let audit = ctx.audit(args.reason.clone()).await;
+    let by_type: BTreeMap<&str, &dyn Plugin> = plugins.iter().map(|p| (p.resource_type(), p.as_ref())).collect();
+    execute(&mut plan, ctx.concurrency, |item| {
+        evacuate_one(ctx, &by_type, &audit, item)
+    })
+    .await;
+    verify(&mut plan, &plugins).await;
+    report::print(&plan, ctx.output, report::Phase::Result);
+    Ok(exit_code(&plan))
+}
+
+/// Discover every resource of the chosen types and decide, for each, what evacuating the zone means.
+async fn make_plan(
+    ctx: &Context,
+    ec2: &aws_sdk_ec2::Client,
+    zone: &topology::Zone,
+    plugins: &[Box<dyn Plugin>],
+    filters: &Filters,
+) -> Result<Plan> {
+    let (zone_subnets, journal, discovered) = futures::try_join!(
+        topology::subnets_in_zone(ec2, &zone.id),
+        journalled(ctx, &zone.id),
+        futures::future::try_join_all(plugins.iter().map(|p| p.discover())),
+    )?;
+    let (records, problems) = journal;
+    let items = discovered
+        .iter()
+        .flatten()
+        .filter_map(|resource| plan::evacuation(&zone.id, resource, &zone_subnets, filters, records.get(&resource.id)))
+        .collect();
+    Ok(Plan {
+        command: Command::Evacuate,
+        region: ctx.region.clone(),
+        az_id: Some(zone.id.clone()),
+        az_name: None,
+        items,
+        problems,
+    })
+}
+
+/// The zone's journal records by resource, and the items that could not be read. A missing table
+/// means nothing was journalled yet (a real run creates it before the first write).
+async fn journalled(ctx: &Context, az_id: &str) -> Result<(BTreeMap<String, Record>, Vec<String>)> {
+    let entries = match ctx.journal.in_zone(az_id).await {
+        Ok(entries) => entries,
+        Err(Error::TableMissing { .. }) => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    let mut records = BTreeMap::new();
+    let mut problems = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(record) => {
+                records.insert(record.resource.clone(), record);
+            }
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    Ok((records, problems))
+}
+
+/// Write-ahead, change, mark done. Whatever fails, the journal holds at least what was taken.
+async fn evacuate_one(ctx: &Context, plugins: &BTreeMap<&str, &dyn Plugin>, audit: &Audit, mut item: Item) -> Item {
+    let (Some(plugin), Some(target)) = (plugins.get(item.resource_type.as_str()), item.target.clone()) else {
+        item.fail(format!("internal: no plugin or discovered state for {}", item.resource));
+        return item;
+    };
+    let removed = item.removed_subnets.clone().unwrap_or_default();
+    let record = match ctx
+        .journal
+        .begin(&item.az_id, &target, &removed, item.record.as_ref(), audit)
+        .await
+    {
+        Ok(record) => record,
+        Err(e) => {
+            item.fail(format!("{}; nothing changed", describe(&e)));
+            return item;
+        }
+    };
+    let outcome = match plugin.apply(&target, &item.resulting_subnets).await {
+        Ok(()) => ctx.journal.finish(&record).await,
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(done) => {
+            item.record = Some(done);
+            item.done();
+        }
+        Err(e) => {
+            item.fail(format!(
+                "{}; journal record kept in state intent with {} (recover reconciles it)",
+                describe(&e),
+                record.removed_subnets.join(", ")
+            ));
+            item.record = Some(record);
+        }
+    }
+    if item.status == Status::Failed {
+        tracing::warn!(resource = %item.resource, reason = item.reason.as_deref().unwrap_or_default(), "evacuation failed");
+    }
+    item
+}

@@ -1,0 +1,218 @@
+//! The commands: each builds a plan, shows it, and (unless `--dry-run`) carries it out. What they
+//! share — the connection, confirmation, bounded concurrency, read-back — is here, once.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io::{BufRead, IsTerminal, Write};
+
+use aws_config::SdkConfig;
+use futures::StreamExt;
+
+use crate::cli::{self, Output};
+use crate::journal::{Audit, Journal};
+use crate::plan::{Item, Plan, Status};
+use crate::plugins::{self, Plugin, Setup};
+use crate::{Error, Result};
+
+pub mod evacuate;
+pub mod init;
+pub mod recover;
+pub mod status;
+
+/// Exit code: everything done.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: some resources failed (the others were done).
+pub const EXIT_FAILED: i32 = 1;
+/// Exit code: bad input or environment; nothing was changed.
+pub const EXIT_BAD_INPUT: i32 = 2;
+
+/// What every command works with: one SDK configuration, the journal, the output choices.
+pub struct Context {
+    /// The shared SDK configuration.
+    pub sdk: SdkConfig,
+    /// The region everything is in.
+    pub region: String,
+    /// The journal table.
+    pub journal: Journal,
+    /// Table or JSON.
+    pub output: Output,
+    /// How many resources change at once.
+    pub concurrency: usize,
+}
+
+impl Context {
+    /// Load the SDK configuration from the flags and the SDK's own chain.
+    pub async fn connect(global: &cli::Global) -> Result<Self> {
+        let sdk = crate::aws::load(&crate::aws::Connection {
+            region: global.region.clone(),
+            profile: global.profile.clone(),
+            endpoint_url: global.endpoint_url.clone(),
+        })
+        .await?;
+        Ok(Context {
+            region: crate::aws::region_of(&sdk),
+            journal: Journal::new(&sdk, &global.table),
+            output: global.output,
+            concurrency: usize::from(global.concurrency),
+            sdk,
+        })
+    }
+
+    /// The plugins for `--type` (every type when it is empty).
+    pub fn plugins(&self, types: &[String]) -> Vec<Box<dyn Plugin>> {
+        plugins::select(&Setup { sdk: self.sdk.clone() }, types)
+    }
+
+    /// Who is running this, for the journal: the STS caller ARN, a fresh run ID, the reason.
+    pub async fn audit(&self, reason: Option<String>) -> Audit {
+        let caller = match aws_sdk_sts::Client::new(&self.sdk).get_caller_identity().send().await {
+            Ok(out) => out.arn().unwrap_or("unknown").to_owned(),
+            // Not worth stopping an evacuation for: the journal still records what changed.
+            Err(e) => {
+                tracing::warn!(error = %aws_sdk_sts::error::DisplayErrorContext(&e), "sts:GetCallerIdentity failed; recording the caller as unknown");
+                "unknown".to_owned()
+            }
+        };
+        let run_id = uuid::Uuid::new_v4().to_string();
+        eprintln!("azevac: run {run_id} as {caller}");
+        Audit { run_id, caller, reason }
+    }
+}
+
+/// Ask the operator before changing anything. Refuses without a terminal unless `--yes` was given.
+pub fn confirm(question: &str, yes: bool) -> Result<bool> {
+    if yes {
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(Error::BadInput(
+            "refusing to change anything without confirmation: stdin is not a terminal; \
+             pass --yes to go ahead, or --dry-run to print the plan only"
+                .into(),
+        ));
+    }
+    eprint!("{question} Type 'yes' to go ahead: ");
+    std::io::stderr().flush().ok();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer).ok();
+    Ok(answer.trim().eq_ignore_ascii_case("yes"))
+}
+
+/// Carry out the plan's lines, at most `concurrency` resources at once. Lines about the same
+/// resource run one after another, in plan order, so that they build on each other.
+pub async fn execute<F, Fut>(plan: &mut Plan, concurrency: usize, run: F)
+where
+    F: Fn(Item) -> Fut,
+    Fut: Future<Output = Item>,
+{
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, item) in plan.items.iter().enumerate() {
+        if item.status == Status::Planned {
+            groups.entry(item.resource.clone()).or_default().push(i);
+        }
+    }
+    let run = &run;
+    let items = &plan.items;
+    let results: Vec<(usize, Item)> = futures::stream::iter(groups.into_values())
+        .map(|indices| async move {
+            let mut out = Vec::with_capacity(indices.len());
+            for i in indices {
+                out.push((i, run(items[i].clone()).await));
+            }
+            out
+        })
+        .buffer_unordered(concurrency)
+        .flat_map(futures::stream::iter)
+        .collect()
+        .await;
+    for (i, item) in results {
+        plan.items[i] = item;
+    }
+}
+
+/// Trust, but verify: read every changed resource back (batched per type) and fail the lines whose
+/// live subnets are not what was set.
+pub async fn verify(plan: &mut Plan, plugins: &[Box<dyn Plugin>]) {
+    for plugin in plugins {
+        let ids: Vec<String> = plan
+            .items
+            .iter()
+            .filter(|i| i.status == Status::Done && i.resource_type == plugin.resource_type() && i.target.is_some())
+            .map(|i| i.resource.clone())
+            .collect();
+        if ids.is_empty() {
+            continue;
+        }
+        let live = match plugin.read(&ids).await {
+            Ok(live) => live,
+            Err(e) => {
+                tracing::warn!(error = %describe(&e), "could not read back {} resources", plugin.resource_type());
+                continue;
+            }
+        };
+        // Only the last line of a resource says what it should look like now.
+        let mut last: BTreeMap<&str, usize> = BTreeMap::new();
+        for (i, item) in plan.items.iter().enumerate() {
+            if ids.contains(&item.resource) {
+                last.insert(&item.resource, i);
+            }
+        }
+        let checks: Vec<(usize, Option<Vec<String>>)> = last
+            .values()
+            .map(|&i| (i, live.get(&plan.items[i].resource).map(|r| r.subnets.clone())))
+            .collect();
+        for (i, found) in checks {
+            let item = &mut plan.items[i];
+            let mut expected = item.resulting_subnets.clone();
+            expected.sort();
+            match found {
+                Some(mut found) => {
+                    found.sort();
+                    if found != expected {
+                        item.fail(format!(
+                            "read back shows subnets [{}], expected [{}]; the journal still holds what was taken",
+                            found.join(", "),
+                            expected.join(", ")
+                        ));
+                    }
+                }
+                None => item.fail("read back: the resource no longer exists".into()),
+            }
+        }
+    }
+}
+
+/// An error with every cause, on one line.
+pub fn describe(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Exit code for a finished plan.
+pub fn exit_code(plan: &Plan) -> i32 {
+    if plan.count(Status::Failed) > 0 {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    }
+}
+
+/// Connect and run the parsed command; returns the exit code.
+pub async fn run(cli: &cli::Cli) -> Result<i32> {
+    let ctx = Context::connect(&cli.global).await?;
+    match &cli.command {
+        cli::Command::Init => init::run(&ctx).await,
+        cli::Command::Evacuate(args) => evacuate::run(&ctx, args).await,
+        cli::Command::Recover(args) => recover::run(&ctx, args).await,
+        cli::Command::Status(args) => status::run(&ctx, args).await,
+    }
+}

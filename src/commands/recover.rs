@@ -1,0 +1,147 @@
+//! `azevac recover`: for every journal record (per type, one AZ or all), put the removed subnets
+//! back as a union with the resource's current subnets, and only then delete the record.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{confirm, describe, execute, exit_code, verify, Context, EXIT_OK};
+use crate::cli;
+use crate::journal::Record;
+use crate::plan::{self, Command, Item, Plan};
+use crate::plugins::{Plugin, Resource};
+use crate::report;
+use crate::topology::{self, Zones};
+use crate::Result;
+
+/// Run `azevac recover`; returns the exit code.
+pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
+    let ec2 = aws_sdk_ec2::Client::new(&ctx.sdk);
+    let zone = match &args.az_id {
+        Some(az_id) => Some(Zones::load(&ec2, &ctx.region).await?.resolve(az_id)?),
+        None => None,
+    };
+    let plugins = ctx.plugins(&args.types.types);
+    let mut plan = make_plan(
+        ctx,
+        &ec2,
+        zone.as_ref().map(|z| z.id.as_str()),
+        &plugins,
+        args.forget_missing,
+    )
+    .await?;
+    plan.az_name = zone.map(|z| z.name);
+
+    let planned = plan.count(plan::Status::Planned);
+    if args.confirm.dry_run || planned == 0 {
+        report::print(
+            &plan,
+            ctx.output,
+            report::Phase::Plan {
+                dry_run: args.confirm.dry_run,
+            },
+        );
+        return Ok(EXIT_OK);
+    }
+    if ctx.output == cli::Output::Table {
+        report::print(&plan, ctx.output, report::Phase::Plan { dry_run: false });
+    }
+    let changes = plan.items.iter().filter(|i| i.changes_resource()).count();
+    let question = format!("Put subnets back into {changes} resources and clear {planned} journal records?");
+    if !confirm(&question, args.confirm.yes)? {
+        eprintln!("azevac: nothing changed");
+        return Ok(EXIT_OK);
+    }
+    let by_type: BTreeMap<&str, &dyn Plugin> = plugins.iter().map(|p| (p.resource_type(), p.as_ref())).collect();
+    execute(&mut plan, ctx.concurrency, |item| recover_one(ctx, &by_type, item)).await;
+    verify(&mut plan, &plugins).await;
+    report::print(&plan, ctx.output, report::Phase::Result);
+    Ok(exit_code(&plan))
+}
+
+/// Read the journal per type, the resources' current state and which journalled subnets still
+/// exist, and decide per record what recovering means.
+async fn make_plan(
+    ctx: &Context,
+    ec2: &aws_sdk_ec2::Client,
+    az_id: Option<&str>,
+    plugins: &[Box<dyn Plugin>],
+    forget_missing: bool,
+) -> Result<Plan> {
+    ctx.journal.require().await?;
+    let mut problems = Vec::new();
+    let mut per_type: Vec<(&dyn Plugin, Vec<Record>)> = Vec::new();
+    for plugin in plugins {
+        let mut records = Vec::new();
+        for entry in ctx.journal.of_type(plugin.resource_type(), az_id).await? {
+            match entry {
+                Ok(record) => records.push(record),
+                Err(e) => problems.push(e.to_string()),
+            }
+        }
+        per_type.push((plugin.as_ref(), records));
+    }
+    let journalled: BTreeSet<String> = per_type
+        .iter()
+        .flat_map(|(_, records)| records.iter().flat_map(|r| r.removed_subnets.clone()))
+        .collect();
+    let existing = if journalled.is_empty() {
+        BTreeMap::new()
+    } else {
+        topology::locate_subnets(ec2, &journalled).await?
+    };
+
+    let mut items = Vec::new();
+    for (plugin, mut records) in per_type {
+        let ids: Vec<String> = records
+            .iter()
+            .map(|r| r.resource.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut current: BTreeMap<String, Resource> = if ids.is_empty() {
+            BTreeMap::new()
+        } else {
+            plugin.read(&ids).await?
+        };
+        // One resource can have records in several zones: each line starts from the previous
+        // line's result, so no line undoes another.
+        records.sort_by(|a, b| (&a.resource, &a.az_id).cmp(&(&b.resource, &b.az_id)));
+        for record in &records {
+            let item = plan::recovery(record, current.get(&record.resource), &existing, forget_missing);
+            if let Some(resource) = current.get_mut(&record.resource) {
+                resource.subnets = item.resulting_subnets.clone();
+            }
+            items.push(item);
+        }
+    }
+    Ok(Plan {
+        command: Command::Recover,
+        region: ctx.region.clone(),
+        az_id: az_id.map(str::to_owned),
+        az_name: None,
+        items,
+        problems,
+    })
+}
+
+/// Put the subnets back, then delete the record (only if nobody wrote it since it was read).
+async fn recover_one(ctx: &Context, plugins: &BTreeMap<&str, &dyn Plugin>, mut item: Item) -> Item {
+    let Some(record) = item.record.clone() else {
+        item.fail("internal: no journal record".into());
+        return item;
+    };
+    if item.changes_resource() {
+        let (Some(plugin), Some(target)) = (plugins.get(item.resource_type.as_str()), item.target.as_ref()) else {
+            item.fail(format!("internal: no plugin or current state for {}", item.resource));
+            return item;
+        };
+        if let Err(e) = plugin.apply(target, &item.resulting_subnets).await {
+            item.fail(format!("{}; journal record kept", describe(&e)));
+            return item;
+        }
+    }
+    match ctx.journal.remove(&record).await {
+        Ok(()) => item.done(),
+        Err(e) => item.fail(format!("{}; subnets are back, journal record kept", describe(&e))),
+    }
+    item
+}

@@ -1,0 +1,33 @@
+//! `azevac status`: what the journal says is evacuated now, and by whom.
+
+use super::{Context, EXIT_OK};
+use crate::cli;
+use crate::report;
+use crate::topology::Zones;
+use crate::Result;
+
+/// Run `azevac status`; returns the exit code.
+pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
+    if let Some(az_id) = &args.az_id {
+        Zones::load(&aws_sdk_ec2::Client::new(&ctx.sdk), &ctx.region)
+            .await?
+            .resolve(az_id)?;
+    }
+    ctx.journal.require().await?;
+    let mut records = Vec::new();
+    let mut problems = Vec::new();
+    for plugin in ctx.plugins(&args.types.types) {
+        for entry in ctx
+            .journal
+            .of_type(plugin.resource_type(), args.az_id.as_deref())
+            .await?
+        {
+            match entry {
+                Ok(record) => records.push(record),
+                Err(e) => problems.push(e.to_string()),
+            }
+        }
+    }
+    report::print_status(&records, &problems, ctx.output);
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,207 @@
+//! The crate's one error type, so every layer can tell "bad input" from "AWS said no" from "a race".
+
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+
+/// A boxed cause, kept so `{:#}` shows the whole chain down to the SDK's message.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// `Result` with [`Error`] as the default error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong, grouped by what the operator should do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The operator asked for something that cannot be done as asked; the message says what to do.
+    #[error("{0}")]
+    BadInput(String),
+
+    /// An AZ ID that the region does not have (or an AZ name where an ID belongs).
+    #[error("{given:?} is not an AZ ID in {region}{hint}; valid AZ IDs: {valid}")]
+    UnknownAz {
+        /// What the operator typed.
+        given: String,
+        /// The region it was looked up in.
+        region: String,
+        /// A pointer to the right ID when the operator typed a zone name.
+        hint: String,
+        /// The region's IDs with their names, ready to print.
+        valid: String,
+    },
+
+    /// The journal table is not there, so nothing can be recovered or reported from it.
+    #[error(
+        "journal table {table:?} does not exist in {region}: create it with `azevac init --table {table}`, \
+         or pass the --table and --region it was created with"
+    )]
+    TableMissing {
+        /// The table name that was looked for.
+        table: String,
+        /// The region it was looked for in.
+        region: String,
+        /// The DynamoDB error that said so.
+        #[source]
+        source: BoxError,
+    },
+
+    /// A resource that the journal or the plan names no longer exists.
+    #[error("{operation}: {resource} no longer exists")]
+    NotFound {
+        /// The call that found it missing.
+        operation: &'static str,
+        /// The resource ARN or name.
+        resource: String,
+        /// The service's error.
+        #[source]
+        source: BoxError,
+    },
+
+    /// A conditional journal write lost a race with another azevac run.
+    #[error(
+        "journal record {az_id}/{resource} was changed by another azevac run at the same time; \
+         left as it is (re-run to continue from its state)"
+    )]
+    JournalConflict {
+        /// Partition key of the record.
+        az_id: String,
+        /// Sort key of the record.
+        resource: String,
+        /// The ConditionalCheckFailed error.
+        #[source]
+        source: BoxError,
+    },
+
+    /// The service kept throttling after the SDK's retries ran out.
+    #[error("{operation} was still throttled after the SDK's retries; try again, or lower --concurrency")]
+    Throttled {
+        /// The throttled call.
+        operation: &'static str,
+        /// The last throttling error.
+        #[source]
+        source: BoxError,
+    },
+
+    /// The caller's credentials lack a permission azevac needs.
+    #[error(
+        "access denied for {operation}: grant it to the caller (fixtures/iam-policy.json lists what azevac needs)"
+    )]
+    AccessDenied {
+        /// The denied call.
+        operation: &'static str,
+        /// The service's error.
+        #[source]
+        source: BoxError,
+    },
+
+    /// No credentials could be found or used by the SDK's provider chain.
+    #[error(
+        "no usable AWS credentials for {operation}: set AWS_PROFILE (and `aws sso login`), \
+         or export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+    )]
+    NoCredentials {
+        /// The call that needed them.
+        operation: &'static str,
+        /// The provider chain's error.
+        #[source]
+        source: BoxError,
+    },
+
+    /// The endpoint could not be reached at all (wrong region, wrong --endpoint-url, no network).
+    #[error("cannot reach the AWS endpoint for {operation}: check --region / --endpoint-url and the network")]
+    Unreachable {
+        /// The call that could not be sent.
+        operation: &'static str,
+        /// The connector's error.
+        #[source]
+        source: BoxError,
+    },
+
+    /// Any other failed AWS call.
+    #[error("{operation} failed")]
+    Aws {
+        /// The failed call.
+        operation: &'static str,
+        /// The SDK's error.
+        #[source]
+        source: BoxError,
+    },
+
+    /// A journal item that is missing fields or has the wrong types (written by hand, or damaged).
+    #[error("journal item {az_id}/{resource} is malformed ({why}); left untouched, fix or delete it by hand")]
+    BadRecord {
+        /// Partition key, or `?` when even that is missing.
+        az_id: String,
+        /// Sort key, or `?` when even that is missing.
+        resource: String,
+        /// What is wrong with it.
+        why: String,
+    },
+}
+
+impl Error {
+    /// The process exit code this error calls for: 2 when the operator must change the input or the
+    /// environment before anything can happen, 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::BadInput(_)
+            | Error::UnknownAz { .. }
+            | Error::TableMissing { .. }
+            | Error::AccessDenied { .. }
+            | Error::NoCredentials { .. }
+            | Error::Unreachable { .. } => 2,
+            _ => 1,
+        }
+    }
+
+    /// Whether this is a lost race on the journal (reported per resource, not fatal).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::JournalConflict { .. })
+    }
+
+    /// Classify a failed SDK call of any service into our variants, keeping the SDK error as the source.
+    pub fn from_sdk<E, R>(operation: &'static str, err: SdkError<E, R>) -> Self
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+        R: std::fmt::Debug + Send + Sync + 'static,
+    {
+        let code = err.code().unwrap_or_default().to_owned();
+        let chain = DisplayErrorContext(&err).to_string();
+        let dispatch = matches!(err, SdkError::DispatchFailure(_));
+        let construction = matches!(err, SdkError::ConstructionFailure(_));
+        let source: BoxError = Box::new(err);
+        match code.as_str() {
+            c if is_throttling_code(c) => Error::Throttled { operation, source },
+            c if c.starts_with("AccessDenied") || c == "UnauthorizedOperation" || c == "AuthFailure" => {
+                Error::AccessDenied { operation, source }
+            }
+            "UnrecognizedClientException" | "InvalidClientTokenId" | "ExpiredToken" | "ExpiredTokenException" => {
+                Error::NoCredentials { operation, source }
+            }
+            _ if (dispatch || construction) && mentions_credentials(&chain) => {
+                Error::NoCredentials { operation, source }
+            }
+            _ if dispatch => Error::Unreachable { operation, source },
+            _ => Error::Aws { operation, source },
+        }
+    }
+}
+
+/// Error codes that AWS services use for throttling (they differ per service).
+fn is_throttling_code(code: &str) -> bool {
+    matches!(
+        code,
+        "Throttling"
+            | "ThrottlingException"
+            | "ThrottledException"
+            | "RequestLimitExceeded"
+            | "TooManyRequestsException"
+            | "ProvisionedThroughputExceededException"
+            | "RequestThrottled"
+            | "RequestThrottledException"
+            | "SlowDown"
+    )
+}
+
+fn mentions_credentials(chain: &str) -> bool {
+    let chain = chain.to_ascii_lowercase();
+    chain.contains("credentials") || chain.contains("identity")
+}

@@ -1,0 +1,610 @@
+//! The DynamoDB journal: the operator's record of every subnet azevac took away, written *before*
+//! the change (write-ahead) so that a crash at any point leaves enough to put it back.
+//!
+//! Schema (kept stable so other tools and older versions can read it): partition key `az_id` (S),
+//! sort key `resource` (S, the ARN), `resource_type` (S), `removed_subnets` (L of S), GSI
+//! `resource_type-index` (hash `resource_type`, range `az_id`). Every write is conditional on the
+//! `version` attribute, so two operators racing never overwrite or delete each other's record.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::client::Waiters;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ReturnValue, ScalarAttributeType, TableStatus,
+};
+use serde::Serialize;
+
+use crate::error::BoxError;
+use crate::plugins::Resource;
+use crate::{Error, Result};
+
+/// The table name used when `--table` is not given.
+pub const DEFAULT_TABLE: &str = "azevac-journal";
+/// The global secondary index that `recover` and `status` query per resource type.
+pub const TYPE_INDEX: &str = "resource_type-index";
+
+const PK: &str = "az_id";
+const SK: &str = "resource";
+const TYPE_ATTR: &str = "resource_type";
+/// How long `init` waits for a new table to become ACTIVE.
+const CREATE_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Where a journalled change stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Written before the change: the subnets may or may not have been removed yet.
+    Intent,
+    /// The change was made and acknowledged by the service.
+    Done,
+}
+
+impl State {
+    fn as_str(self) -> &'static str {
+        match self {
+            State::Intent => "intent",
+            State::Done => "done",
+        }
+    }
+}
+
+/// One journal item: a resource that lost subnets in one AZ.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Record {
+    /// The evacuated AZ ID (partition key).
+    pub az_id: String,
+    /// The resource ARN (sort key).
+    pub resource: String,
+    /// The plugin's `--type` value.
+    pub resource_type: String,
+    /// Every subnet azevac took away from the resource in this AZ, across all runs.
+    pub removed_subnets: Vec<String>,
+    /// Whether the change is known to have been made.
+    pub state: State,
+    /// Bumped on every write; every write is conditional on the version it read.
+    pub version: u64,
+    /// The resource's short name, for people reading the table.
+    pub resource_name: Option<String>,
+    /// The resource's subnets before azevac first touched it.
+    pub original_subnets: Vec<String>,
+    /// The azevac run that last wrote the record.
+    pub run_id: Option<String>,
+    /// The STS caller ARN that last wrote it.
+    pub evacuated_by: Option<String>,
+    /// The operator's `--reason`.
+    pub reason: Option<String>,
+    /// The azevac version that last wrote it.
+    pub azevac_version: Option<String>,
+    /// When it was first written (RFC 3339).
+    pub created_at: Option<String>,
+    /// When it was last written (RFC 3339).
+    pub updated_at: Option<String>,
+}
+
+/// Who is writing, and why: stamped on every record a run writes.
+#[derive(Debug, Clone, Default)]
+pub struct Audit {
+    /// This run's ID.
+    pub run_id: String,
+    /// The STS caller ARN.
+    pub caller: String,
+    /// The operator's `--reason`, if given.
+    pub reason: Option<String>,
+}
+
+/// A journal item as read: a usable record, or the reason it cannot be used.
+pub type Entry = Result<Record, Error>;
+
+/// The journal table.
+#[derive(Debug, Clone)]
+pub struct Journal {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+    region: String,
+}
+
+impl Journal {
+    /// A handle on the table `table` (nothing is called until a method is).
+    pub fn new(config: &aws_config::SdkConfig, table: &str) -> Self {
+        Journal {
+            client: aws_sdk_dynamodb::Client::new(config),
+            table: table.to_owned(),
+            region: crate::aws::region_of(config),
+        }
+    }
+
+    /// The table's name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Whether the table exists (and is usable).
+    pub async fn exists(&self) -> Result<bool> {
+        match self.client.describe_table().table_name(&self.table).send().await {
+            Ok(_) => Ok(true),
+            Err(e) if e.code() == Some("ResourceNotFoundException") => Ok(false),
+            Err(e) => Err(Error::from_sdk("dynamodb:DescribeTable", e)),
+        }
+    }
+
+    /// Fail with a message naming `azevac init` when the table does not exist.
+    pub async fn require(&self) -> Result<()> {
+        match self.client.describe_table().table_name(&self.table).send().await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.map_err("dynamodb:DescribeTable", e)),
+        }
+    }
+
+    /// Create the table and its index (on-demand billing) and wait until it is ACTIVE.
+    /// Returns false, changing nothing, when a table with the same keys already exists.
+    pub async fn create(&self) -> Result<bool> {
+        let key = |name: &str, kind: KeyType| {
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(kind)
+                .build()
+                .map_err(build_err)
+        };
+        let attr = |name: &str| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .map_err(build_err)
+        };
+        let index = GlobalSecondaryIndex::builder()
+            .index_name(TYPE_INDEX)
+            .key_schema(key(TYPE_ATTR, KeyType::Hash)?)
+            .key_schema(key(PK, KeyType::Range)?)
+            .projection(Projection::builder().projection_type(ProjectionType::All).build())
+            .build()
+            .map_err(build_err)?;
+        let created = self
+            .client
+            .create_table()
+            .table_name(&self.table)
+            .billing_mode(BillingMode::PayPerRequest)
+            .attribute_definitions(attr(PK)?)
+            .attribute_definitions(attr(SK)?)
+            .attribute_definitions(attr(TYPE_ATTR)?)
+            .key_schema(key(PK, KeyType::Hash)?)
+            .key_schema(key(SK, KeyType::Range)?)
+            .global_secondary_indexes(index)
+            .send()
+            .await;
+        match created {
+            Ok(_) => {}
+            Err(e) if e.code() == Some("ResourceInUseException") => {
+                self.check_schema().await?;
+                return Ok(false);
+            }
+            Err(e) => return Err(Error::from_sdk("dynamodb:CreateTable", e)),
+        }
+        self.client
+            .wait_until_table_exists()
+            .table_name(&self.table)
+            .wait(CREATE_WAIT)
+            .await
+            .map_err(|e| Error::Aws {
+                operation: "dynamodb:DescribeTable (waiting for ACTIVE)",
+                source: Box::new(e),
+            })?;
+        Ok(true)
+    }
+
+    /// Refuse a pre-existing table whose keys are not the journal's (it is someone else's table).
+    async fn check_schema(&self) -> Result<()> {
+        let out = self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+            .map_err(|e| self.map_err("dynamodb:DescribeTable", e))?;
+        let table = out.table();
+        let keys: Vec<(&str, &KeyType)> = table
+            .map(|t| {
+                t.key_schema()
+                    .iter()
+                    .map(|k| (k.attribute_name(), k.key_type()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let has_index = table
+            .map(|t| {
+                t.global_secondary_indexes()
+                    .iter()
+                    .any(|i| i.index_name() == Some(TYPE_INDEX))
+            })
+            .unwrap_or(false);
+        let active = table.and_then(|t| t.table_status()) == Some(&TableStatus::Active);
+        if keys != [(PK, &KeyType::Hash), (SK, &KeyType::Range)] || !has_index {
+            return Err(Error::BadInput(format!(
+                "table {:?} exists but is not an azevac journal (keys must be {PK}/{SK} with index {TYPE_INDEX}); \
+                 pass --table with another name",
+                self.table
+            )));
+        }
+        if !active {
+            tracing::warn!(table = %self.table, "journal table exists but is not ACTIVE yet");
+        }
+        Ok(())
+    }
+
+    /// Every record for one AZ (strongly consistent: planning decides on it).
+    pub async fn in_zone(&self, az_id: &str) -> Result<Vec<Entry>> {
+        let items: Vec<HashMap<String, AttributeValue>> = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("#pk = :az")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_values(":az", s(az_id))
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| self.map_err("dynamodb:Query", e))?;
+        Ok(items.iter().map(parse).collect())
+    }
+
+    /// Every record of one resource type, in one AZ or in all, through the type index.
+    pub async fn of_type(&self, resource_type: &str, az_id: Option<&str>) -> Result<Vec<Entry>> {
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(TYPE_INDEX)
+            .expression_attribute_names("#t", TYPE_ATTR)
+            .expression_attribute_values(":t", s(resource_type));
+        query = match az_id {
+            Some(az) => query
+                .key_condition_expression("#t = :t AND #pk = :az")
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_values(":az", s(az)),
+            None => query.key_condition_expression("#t = :t"),
+        };
+        let items: Vec<HashMap<String, AttributeValue>> = query
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| self.map_err("dynamodb:Query", e))?;
+        Ok(items.iter().map(parse).collect())
+    }
+
+    /// Write-ahead: record that `removed` are being taken from `resource` in `az_id`, before the
+    /// change is made. With an existing record the removed subnets are merged into it (a re-run never
+    /// shrinks what an earlier run took); without one the write only succeeds if none appeared since.
+    pub async fn begin(
+        &self,
+        az_id: &str,
+        resource: &Resource,
+        removed: &[String],
+        existing: Option<&Record>,
+        audit: &Audit,
+    ) -> Result<Record> {
+        let now = now();
+        let Some(existing) = existing else {
+            let record = Record {
+                az_id: az_id.to_owned(),
+                resource: resource.id.clone(),
+                resource_type: resource.resource_type.to_owned(),
+                removed_subnets: removed.to_vec(),
+                state: State::Intent,
+                version: 1,
+                resource_name: Some(resource.name.clone()),
+                original_subnets: resource.subnets.clone(),
+                run_id: Some(audit.run_id.clone()),
+                evacuated_by: Some(audit.caller.clone()),
+                reason: audit.reason.clone(),
+                azevac_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+                created_at: Some(now.clone()),
+                updated_at: Some(now),
+            };
+            self.client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(to_item(&record)))
+                .condition_expression("attribute_not_exists(#sk)")
+                .expression_attribute_names("#sk", SK)
+                .send()
+                .await
+                .map_err(|e| self.map_write_err("dynamodb:PutItem", az_id, &resource.id, e))?;
+            return Ok(record);
+        };
+        let mut merged = existing.removed_subnets.clone();
+        merged.extend(
+            removed
+                .iter()
+                .filter(|s| !existing.removed_subnets.contains(s))
+                .cloned(),
+        );
+        // The reason of an earlier run stays unless this run gives one.
+        let set_reason = if audit.reason.is_some() { ", reason = :why" } else { "" };
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(az_id))
+            .key(SK, s(&resource.id))
+            .update_expression(format!(
+                "SET removed_subnets = :removed, #state = :state, #version = :next, updated_at = :now, \
+                 run_id = :run, evacuated_by = :who, azevac_version = :ver{set_reason}"
+            ))
+            .condition_expression("#version = :expected")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_names("#version", "version")
+            .expression_attribute_values(":removed", list(&merged))
+            .expression_attribute_values(":state", s(State::Intent.as_str()))
+            .expression_attribute_values(":next", n(existing.version + 1))
+            .expression_attribute_values(":expected", n(existing.version))
+            .expression_attribute_values(":now", s(&now))
+            .expression_attribute_values(":run", s(&audit.run_id))
+            .expression_attribute_values(":who", s(&audit.caller))
+            .expression_attribute_values(":ver", s(env!("CARGO_PKG_VERSION")))
+            .return_values(ReturnValue::AllNew);
+        if let Some(reason) = &audit.reason {
+            update = update.expression_attribute_values(":why", s(reason));
+        }
+        let out = update
+            .send()
+            .await
+            .map_err(|e| self.map_write_err("dynamodb:UpdateItem", az_id, &resource.id, e))?;
+        out.attributes().map(parse).unwrap_or_else(|| {
+            Err(Error::BadRecord {
+                az_id: az_id.to_owned(),
+                resource: resource.id.clone(),
+                why: "UpdateItem returned no attributes".into(),
+            })
+        })
+    }
+
+    /// Mark a record's change as made.
+    pub async fn finish(&self, record: &Record) -> Result<Record> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(&record.az_id))
+            .key(SK, s(&record.resource))
+            .update_expression("SET #state = :done, #version = :next, updated_at = :now")
+            .condition_expression("#version = :expected")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_names("#version", "version")
+            .expression_attribute_values(":done", s(State::Done.as_str()))
+            .expression_attribute_values(":next", n(record.version + 1))
+            .expression_attribute_values(":expected", n(record.version))
+            .expression_attribute_values(":now", s(&now()))
+            .send()
+            .await
+            .map_err(|e| self.map_write_err("dynamodb:UpdateItem", &record.az_id, &record.resource, e))?;
+        Ok(Record {
+            state: State::Done,
+            version: record.version + 1,
+            ..record.clone()
+        })
+    }
+
+    /// Delete a record, only if nobody has written it since it was read.
+    pub async fn remove(&self, record: &Record) -> Result<()> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .key(PK, s(&record.az_id))
+            .key(SK, s(&record.resource))
+            .condition_expression("#version = :expected")
+            .expression_attribute_names("#version", "version")
+            .expression_attribute_values(":expected", n(record.version))
+            .send()
+            .await
+            .map_err(|e| self.map_write_err("dynamodb:DeleteItem", &record.az_id, &record.resource, e))?;
+        Ok(())
+    }
+
+    fn map_err<E, R>(&self, operation: &'static str, err: SdkError<E, R>) -> Error
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+        R: std::fmt::Debug + Send + Sync + 'static,
+    {
+        if err.code() == Some("ResourceNotFoundException") {
+            return Error::TableMissing {
+                table: self.table.clone(),
+                region: self.region.clone(),
+                source: Box::new(err),
+            };
+        }
+        Error::from_sdk(operation, err)
+    }
+
+    fn map_write_err<E, R>(&self, operation: &'static str, az_id: &str, resource: &str, err: SdkError<E, R>) -> Error
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+        R: std::fmt::Debug + Send + Sync + 'static,
+    {
+        if err.code() == Some("ConditionalCheckFailedException") {
+            return Error::JournalConflict {
+                az_id: az_id.to_owned(),
+                resource: resource.to_owned(),
+                source: Box::new(err),
+            };
+        }
+        self.map_err(operation, err)
+    }
+}
+
+fn build_err(e: aws_sdk_dynamodb::error::BuildError) -> Error {
+    Error::Aws {
+        operation: "dynamodb:CreateTable (building the request)",
+        source: Box::new(e) as BoxError,
+    }
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+fn s(value: &str) -> AttributeValue {
+    AttributeValue::S(value.to_owned())
+}
+
+fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn list(values: &[String]) -> AttributeValue {
+    AttributeValue::L(values.iter().map(|v| s(v)).collect())
+}
+
+/// The item DynamoDB stores for a record.
+fn to_item(record: &Record) -> HashMap<String, AttributeValue> {
+    let mut item = HashMap::from([
+        (PK.to_owned(), s(&record.az_id)),
+        (SK.to_owned(), s(&record.resource)),
+        (TYPE_ATTR.to_owned(), s(&record.resource_type)),
+        ("removed_subnets".to_owned(), list(&record.removed_subnets)),
+        ("state".to_owned(), s(record.state.as_str())),
+        ("version".to_owned(), n(record.version)),
+        ("original_subnets".to_owned(), list(&record.original_subnets)),
+    ]);
+    let optional = [
+        ("resource_name", &record.resource_name),
+        ("run_id", &record.run_id),
+        ("evacuated_by", &record.evacuated_by),
+        ("reason", &record.reason),
+        ("azevac_version", &record.azevac_version),
+        ("created_at", &record.created_at),
+        ("updated_at", &record.updated_at),
+    ];
+    for (name, value) in optional {
+        if let Some(value) = value {
+            item.insert(name.to_owned(), s(value));
+        }
+    }
+    item
+}
+
+/// Read an item back into a record, refusing anything a person or another tool may have damaged:
+/// missing keys, wrong types, an empty subnet list, an unknown state.
+fn parse(item: &HashMap<String, AttributeValue>) -> Entry {
+    let key = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
+    let az_id = key(PK).unwrap_or_else(|| "?".into());
+    let resource = key(SK).unwrap_or_else(|| "?".into());
+    let bad = |why: String| Error::BadRecord {
+        az_id: az_id.clone(),
+        resource: resource.clone(),
+        why,
+    };
+    if az_id == "?" || resource == "?" {
+        return Err(bad(format!("{PK} and {SK} must both be strings")));
+    }
+    let resource_type = key(TYPE_ATTR).ok_or_else(|| bad(format!("{TYPE_ATTR} is missing or not a string")))?;
+    let removed_subnets = string_list(item, "removed_subnets")
+        .ok_or_else(|| bad("removed_subnets is missing or not a list of strings".into()))?;
+    if removed_subnets.is_empty() {
+        return Err(bad("removed_subnets is empty".into()));
+    }
+    let state = match key("state").as_deref() {
+        Some("intent") => State::Intent,
+        Some("done") => State::Done,
+        other => return Err(bad(format!("state is {other:?}, expected \"intent\" or \"done\""))),
+    };
+    let version = item
+        .get("version")
+        .and_then(|v| v.as_n().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .ok_or_else(|| bad("version is missing or not a whole number".into()))?;
+    Ok(Record {
+        resource_type,
+        removed_subnets,
+        state,
+        version,
+        resource_name: key("resource_name"),
+        original_subnets: string_list(item, "original_subnets").unwrap_or_default(),
+        run_id: key("run_id"),
+        evacuated_by: key("evacuated_by"),
+        reason: key("reason"),
+        azevac_version: key("azevac_version"),
+        created_at: key("created_at"),
+        updated_at: key("updated_at"),
+        az_id,
+        resource,
+    })
+}
+
+fn string_list(item: &HashMap<String, AttributeValue>, name: &str) -> Option<Vec<String>> {
+    item.get(name)?
+        .as_l()
+        .ok()?
+        .iter()
+        .map(|v| v.as_s().ok().cloned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> Record {
+        Record {
+            az_id: "use1-az2".into(),
+            resource: "arn:aws:autoscaling:::autoScalingGroupName/web".into(),
+            resource_type: "asg".into(),
+            removed_subnets: vec!["subnet-1".into(), "subnet-2".into()],
+            state: State::Done,
+            version: 3,
+            resource_name: Some("web".into()),
+            original_subnets: vec!["subnet-0".into(), "subnet-1".into(), "subnet-2".into()],
+            run_id: Some("run".into()),
+            evacuated_by: Some("arn:aws:iam::123456789012:user/op".into()),
+            reason: None,
+            azevac_version: Some("0.1.0".into()),
+            created_at: Some("2026-12-01T00:00:00Z".into()),
+            updated_at: Some("2026-12-01T00:00:01Z".into()),
+        }
+    }
+
+    #[test]
+    fn a_record_survives_the_round_trip() {
+        assert_eq!(parse(&to_item(&record())).expect("valid record"), record());
+    }
+
+    #[test]
+    fn an_empty_subnet_list_is_refused() {
+        let mut item = to_item(&record());
+        item.insert("removed_subnets".into(), AttributeValue::L(vec![]));
+        let err = parse(&item).expect_err("empty list");
+        assert!(
+            err.to_string()
+                .contains("use1-az2/arn:aws:autoscaling:::autoScalingGroupName/web"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("removed_subnets is empty"), "{err}");
+    }
+
+    #[test]
+    fn a_wrongly_typed_subnet_list_is_refused() {
+        let mut item = to_item(&record());
+        item.insert("removed_subnets".into(), s("subnet-1,subnet-2"));
+        assert!(parse(&item).is_err());
+        item.insert("removed_subnets".into(), AttributeValue::L(vec![n(1)]));
+        assert!(parse(&item).is_err());
+    }
+
+    #[test]
+    fn missing_keys_and_versions_are_refused() {
+        let mut item = to_item(&record());
+        item.remove("version");
+        assert!(parse(&item).expect_err("no version").to_string().contains("version"));
+        let mut item = to_item(&record());
+        item.remove(SK);
+        assert!(parse(&item)
+            .expect_err("no sort key")
+            .to_string()
+            .contains("use1-az2/?"));
+    }
+}

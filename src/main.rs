@@ -1,0 +1,35 @@
+//! The `azevac` binary: parse flags, set up logging, run, map the outcome to an exit code.
+
+use clap::Parser;
+
+use azevac::cli::Cli;
+use azevac::commands;
+
+#[tokio::main]
+async fn main() {
+    let cli = Cli::parse();
+    init_logging(cli.global.verbose);
+    let code = match commands::run(&cli).await {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("azevac: error: {}", commands::describe(&err));
+            err.exit_code()
+        }
+    };
+    std::process::exit(code);
+}
+
+/// Logs go to stderr (stdout carries the plan or JSON): warnings by default, `-v` info, `-vv` debug.
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "azevac=info,warn",
+        _ => "azevac=debug,info",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

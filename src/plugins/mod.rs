@@ -1,0 +1,76 @@
+//! The plugin seam: one file per resource type, each knowing only how to list its resources with
+//! their subnets, read some back, and set new subnets. Planning, journaling, concurrency, retries and
+//! reporting live outside, once.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use aws_config::SdkConfig;
+
+use crate::Result;
+
+pub mod asg;
+
+/// Every plugin, in evacuation order: its `--type` value and how to build it.
+/// Adding a resource type is one file in this folder and one line here.
+const REGISTRY: &[(&str, Constructor)] = &[(asg::TYPE, asg::plugin)];
+
+/// Builds a plugin from the run's setup; `None` when the type does not apply to this run.
+type Constructor = fn(&Setup) -> Option<Box<dyn Plugin>>;
+
+/// What plugins are built from: the SDK configuration and the type-specific flags.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// The shared SDK configuration (region, credentials, endpoint, retries).
+    pub sdk: SdkConfig,
+}
+
+/// The `--type` values azevac knows, in evacuation order.
+pub fn types() -> Vec<&'static str> {
+    REGISTRY.iter().map(|(t, _)| *t).collect()
+}
+
+/// One resource's network placement as its service reports it now.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Resource {
+    /// The `--type` value of its plugin (`asg`).
+    pub resource_type: &'static str,
+    /// The identifier the journal keys on: the ARN.
+    pub id: String,
+    /// The short name an operator recognises.
+    pub name: String,
+    /// Its subnets, in the service's order.
+    pub subnets: Vec<String>,
+    /// Its tags, for `--tag` filters.
+    pub tags: BTreeMap<String, String>,
+    /// Why azevac cannot change this resource's subnets, if it cannot (shown as the skip reason).
+    pub unsupported: Option<String>,
+    /// Caveats the operator should read before this resource is changed.
+    pub notes: Vec<String>,
+}
+
+/// A resource type azevac can evacuate. Implementations make plain service calls: the SDK retries
+/// throttling, and the caller journals, plans and bounds concurrency.
+#[async_trait]
+pub trait Plugin: Send + Sync {
+    /// The `--type` value and the journal's `resource_type` (`asg`).
+    fn resource_type(&self) -> &'static str;
+
+    /// Every resource of this type, with its current subnets (paginated, batched reads).
+    async fn discover(&self) -> Result<Vec<Resource>>;
+
+    /// The current state of the resources with these ids (ARNs); ids that no longer exist are absent.
+    async fn read(&self, ids: &[String]) -> Result<BTreeMap<String, Resource>>;
+
+    /// Set the resource's subnets to exactly `subnets`, keeping every other setting as it is.
+    async fn apply(&self, resource: &Resource, subnets: &[String]) -> Result<()>;
+}
+
+/// The plugins for these types (every type when `types` is empty), in evacuation order.
+pub fn select(setup: &Setup, types: &[String]) -> Vec<Box<dyn Plugin>> {
+    REGISTRY
+        .iter()
+        .filter(|(t, _)| types.is_empty() || types.iter().any(|w| w == t))
+        .filter_map(|(_, build)| build(setup))
+        .collect()
+}

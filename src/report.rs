@@ -1,0 +1,168 @@
+//! What the operator reads on stdout: a table and a summary line, or exactly one JSON document.
+//! Logs and prompts go to stderr so that stdout stays parseable.
+
+use std::collections::BTreeSet;
+
+use comfy_table::presets::NOTHING;
+use comfy_table::{ContentArrangement, Table};
+use serde::Serialize;
+
+use crate::cli::Output;
+use crate::journal::Record;
+use crate::plan::{Command, Plan, Status};
+
+/// Whether a plan is printed before (or instead of) execution, or as the result of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// The plan; `dry_run` says nothing will be changed.
+    Plan {
+        /// Whether this is a dry run.
+        dry_run: bool,
+    },
+    /// The outcome of a real run.
+    Result,
+}
+
+#[derive(Serialize)]
+struct Summary {
+    planned: usize,
+    done: usize,
+    skipped: usize,
+    failed: usize,
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    dry_run: bool,
+    #[serde(flatten)]
+    plan: &'a Plan,
+    summary: Summary,
+}
+
+/// Print a plan or a run's outcome.
+pub fn print(plan: &Plan, output: Output, phase: Phase) {
+    match output {
+        Output::Json => {
+            let document = Document {
+                dry_run: matches!(phase, Phase::Plan { dry_run: true }),
+                plan,
+                summary: summary(plan),
+            };
+            println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
+        }
+        Output::Table => print!("{}", render(plan, phase)),
+    }
+}
+
+fn summary(plan: &Plan) -> Summary {
+    Summary {
+        planned: plan.count(Status::Planned),
+        done: plan.count(Status::Done),
+        skipped: plan.count(Status::Skipped),
+        failed: plan.count(Status::Failed),
+    }
+}
+
+/// The human-readable form: a heading, a table grouped by type, notes, problems, a summary line.
+pub fn render(plan: &Plan, phase: Phase) -> String {
+    let (verb, changed) = match plan.command {
+        Command::Evacuate => ("evacuate", "REMOVE"),
+        Command::Recover => ("recover", "PUT BACK"),
+    };
+    let zone = match (&plan.az_id, &plan.az_name) {
+        (Some(id), Some(name)) => format!("{id} ({name})"),
+        (Some(id), None) => id.clone(),
+        _ => "every evacuated AZ".to_owned(),
+    };
+    let heading = match phase {
+        Phase::Plan { dry_run: true } => "plan (dry run: nothing will be changed)",
+        Phase::Plan { dry_run: false } => "plan",
+        Phase::Result => "result",
+    };
+    let mut out = format!("azevac {verb} {zone} in {}: {heading}\n", plan.region);
+    if !plan.items.is_empty() {
+        let mut table = Table::new();
+        table
+            .load_style(NOTHING)
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_header(["TYPE", "RESOURCE", "AZ", changed, "SUBNETS AFTER", "STATUS", "REASON"]);
+        for item in &plan.items {
+            let change = item.removed_subnets.as_ref().or(item.restored_subnets.as_ref());
+            table.add_row([
+                item.resource_type.clone(),
+                item.name.clone(),
+                item.az_id.clone(),
+                change.map(|s| s.join(" ")).unwrap_or_default(),
+                item.resulting_subnets.join(" "),
+                status_word(item.status).to_owned(),
+                item.reason.clone().unwrap_or_default(),
+            ]);
+        }
+        out.push_str(&table.trim_fmt());
+        out.push('\n');
+    }
+    let notes: BTreeSet<String> = plan
+        .items
+        .iter()
+        .filter(|i| i.status != Status::Skipped)
+        .flat_map(|i| i.notes.iter().map(move |n| format!("note ({}): {n}", i.resource_type)))
+        .collect();
+    for note in notes {
+        out.push_str(&note);
+        out.push('\n');
+    }
+    for problem in &plan.problems {
+        out.push_str(&format!("problem: {problem}\n"));
+    }
+    let s = summary(plan);
+    out.push_str(&match phase {
+        Phase::Plan { .. } if s.planned == 0 => format!("nothing to do ({} skipped)\n", s.skipped),
+        Phase::Plan { .. } => format!("{} to change, {} skipped\n", s.planned, s.skipped),
+        Phase::Result => format!("{} done, {} skipped, {} failed\n", s.done, s.skipped, s.failed),
+    });
+    out
+}
+
+fn status_word(status: Status) -> &'static str {
+    match status {
+        Status::Planned => "planned",
+        Status::Done => "done",
+        Status::Skipped => "skipped",
+        Status::Failed => "FAILED",
+    }
+}
+
+/// Print the journal's records (`azevac status`).
+pub fn print_status(records: &[Record], problems: &[String], output: Output) {
+    if output == Output::Json {
+        let document = serde_json::json!({ "records": records, "problems": problems });
+        println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
+        return;
+    }
+    if records.is_empty() {
+        println!("nothing is evacuated (the journal has no records)");
+    } else {
+        let mut table = Table::new();
+        table
+            .load_style(NOTHING)
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_header(["AZ", "TYPE", "RESOURCE", "REMOVED", "STATE", "SINCE", "BY", "REASON"]);
+        for r in records {
+            table.add_row([
+                r.az_id.clone(),
+                r.resource_type.clone(),
+                r.resource_name.clone().unwrap_or_else(|| r.resource.clone()),
+                r.removed_subnets.join(" "),
+                format!("{:?}", r.state).to_lowercase(),
+                r.created_at.clone().unwrap_or_default(),
+                r.evacuated_by.clone().unwrap_or_default(),
+                r.reason.clone().unwrap_or_default(),
+            ]);
+        }
+        println!("{}", table.trim_fmt());
+        println!("{} journal records", records.len());
+    }
+    for problem in problems {
+        println!("problem: {problem}");
+    }
+}

@@ -1,0 +1,187 @@
+//! Where things are: AZ IDs and names, and which subnets lie in which AZ ID.
+//!
+//! AZ names (`us-east-1b`) are shuffled per account, AZ IDs (`use1-az2`) are not, so everything in
+//! azevac keys on the ID and maps names through EC2; nothing here guesses from a name's letter.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use aws_sdk_ec2::types::Filter;
+
+use crate::{Error, Result};
+
+/// EC2 accepts at most 200 values in one filter.
+const FILTER_VALUES_PER_CALL: usize = 200;
+
+/// One Availability Zone (or Local Zone) of the region, as EC2 names it for this account.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Zone {
+    /// The AZ ID, the same in every account (`use1-az2`).
+    pub id: String,
+    /// This account's name for it (`us-east-1c`).
+    pub name: String,
+}
+
+/// The zones of one region, from a single `DescribeAvailabilityZones` call.
+#[derive(Debug, Clone)]
+pub struct Zones {
+    region: String,
+    zones: Vec<Zone>,
+}
+
+impl Zones {
+    /// Build from known zones (tests, or a caller that already has them).
+    pub fn new(region: impl Into<String>, mut zones: Vec<Zone>) -> Self {
+        zones.sort_by(|a, b| a.id.cmp(&b.id));
+        Zones {
+            region: region.into(),
+            zones,
+        }
+    }
+
+    /// Read the region's zones that this account can use.
+    pub async fn load(ec2: &aws_sdk_ec2::Client, region: &str) -> Result<Self> {
+        let out = ec2
+            .describe_availability_zones()
+            .send()
+            .await
+            .map_err(|e| Error::from_sdk("ec2:DescribeAvailabilityZones", e))?;
+        let zones = out
+            .availability_zones()
+            .iter()
+            .filter_map(|z| {
+                Some(Zone {
+                    id: z.zone_id()?.to_owned(),
+                    name: z.zone_name()?.to_owned(),
+                })
+            })
+            .collect();
+        Ok(Zones::new(region, zones))
+    }
+
+    /// Find the zone with this AZ ID. A zone *name*, or an ID the region does not have, is refused
+    /// with the region's valid IDs in the message.
+    pub fn resolve(&self, az_id: &str) -> Result<Zone> {
+        if let Some(zone) = self.zones.iter().find(|z| z.id == az_id) {
+            return Ok(zone.clone());
+        }
+        let hint = match self.zones.iter().find(|z| z.name == az_id) {
+            Some(z) => format!(
+                " ({az_id} is this account's AZ *name*; its AZ ID is {}: pass --az-id {})",
+                z.id, z.id
+            ),
+            None => String::new(),
+        };
+        let valid = self
+            .zones
+            .iter()
+            .map(|z| format!("{} ({})", z.id, z.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Err(Error::UnknownAz {
+            given: az_id.to_owned(),
+            region: self.region.clone(),
+            hint,
+            valid,
+        })
+    }
+
+    /// The AZ name of an AZ ID, if the region has it.
+    pub fn name_of(&self, az_id: &str) -> Option<&str> {
+        self.zones.iter().find(|z| z.id == az_id).map(|z| z.name.as_str())
+    }
+}
+
+/// Every subnet the account can see in one AZ ID (one paginated, filtered call).
+pub async fn subnets_in_zone(ec2: &aws_sdk_ec2::Client, az_id: &str) -> Result<BTreeSet<String>> {
+    let located = describe_subnets(ec2, "availability-zone-id", &[az_id.to_owned()]).await?;
+    Ok(located.into_keys().collect())
+}
+
+/// The AZ ID of each of these subnets that still exists; a deleted subnet is simply absent.
+/// Batched: one call per 200 subnets, never one per subnet.
+pub async fn locate_subnets(
+    ec2: &aws_sdk_ec2::Client,
+    subnet_ids: &BTreeSet<String>,
+) -> Result<BTreeMap<String, String>> {
+    let ids: Vec<String> = subnet_ids.iter().cloned().collect();
+    let mut located = BTreeMap::new();
+    for chunk in ids.chunks(FILTER_VALUES_PER_CALL) {
+        located.extend(describe_subnets(ec2, "subnet-id", chunk).await?);
+    }
+    Ok(located)
+}
+
+/// `DescribeSubnets` with one filter: filters (unlike `SubnetIds`) do not fail the whole call when
+/// one subnet has been deleted.
+async fn describe_subnets(
+    ec2: &aws_sdk_ec2::Client,
+    filter: &str,
+    values: &[String],
+) -> Result<BTreeMap<String, String>> {
+    let filter = Filter::builder().name(filter).set_values(Some(values.to_vec())).build();
+    let subnets = ec2
+        .describe_subnets()
+        .filters(filter)
+        .into_paginator()
+        .items()
+        .send()
+        .try_collect()
+        .await
+        .map_err(|e| Error::from_sdk("ec2:DescribeSubnets", e))?;
+    Ok(subnets
+        .into_iter()
+        .filter_map(|s| Some((s.subnet_id?, s.availability_zone_id?)))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zones() -> Zones {
+        Zones::new(
+            "us-east-1",
+            vec![
+                Zone {
+                    id: "use1-az6".into(),
+                    name: "us-east-1a".into(),
+                },
+                Zone {
+                    id: "use1-az1".into(),
+                    name: "us-east-1b".into(),
+                },
+                Zone {
+                    id: "use1-az2".into(),
+                    name: "us-east-1c".into(),
+                },
+            ],
+        )
+    }
+
+    #[test]
+    fn resolves_an_az_id() {
+        let zone = zones().resolve("use1-az2").expect("known ID");
+        assert_eq!(zone.name, "us-east-1c");
+    }
+
+    #[test]
+    fn refuses_an_az_name_and_names_its_id() {
+        let err = zones().resolve("us-east-1c").expect_err("a name is not an ID");
+        let msg = err.to_string();
+        assert!(msg.contains("its AZ ID is use1-az2"), "{msg}");
+        assert!(
+            msg.contains("use1-az1 (us-east-1b), use1-az2 (us-east-1c), use1-az6 (us-east-1a)"),
+            "{msg}"
+        );
+        assert_eq!(err.exit_code(), 2);
+    }
+
+    #[test]
+    fn refuses_an_unknown_id_and_lists_the_valid_ones() {
+        let msg = zones().resolve("use1-az9").expect_err("unknown").to_string();
+        assert!(
+            msg.starts_with("\"use1-az9\" is not an AZ ID in us-east-1; valid AZ IDs: use1-az1"),
+            "{msg}"
+        );
+    }
+}

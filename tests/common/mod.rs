@@ -1,0 +1,166 @@
+//! Shared by the integration tests: a moto server per test, SDK clients pointed at it, the real
+//! `azevac` binary run against it, and readers of the live estate and the journal table.
+#![allow(dead_code)] // each test binary uses its own part of this module
+
+pub mod estate;
+pub mod moto;
+
+use std::collections::{BTreeMap, HashMap};
+use std::process::{Command, Stdio};
+
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_sdk_dynamodb::types::AttributeValue;
+
+pub use moto::Moto;
+
+/// The region every test runs in (moto's AZ ID mapping is fixed there).
+pub const REGION: &str = "us-east-1";
+/// The zone the tests evacuate: use1-az2, which moto names us-east-1c.
+pub const ZONE: &str = "use1-az2";
+/// The journal table the binary uses by default.
+pub const TABLE: &str = "azevac-journal";
+
+/// An SDK configuration for the test's own moto server.
+pub async fn sdk(moto: &Moto) -> SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
+        .region(Region::new(REGION))
+        .endpoint_url(&moto.endpoint)
+        .credentials_provider(aws_sdk_ec2::config::Credentials::new(
+            "testing", "testing", None, None, "tests",
+        ))
+        .load()
+        .await
+}
+
+/// What a run of the binary did.
+#[derive(Debug)]
+pub struct Run {
+    /// The exit code.
+    pub code: i32,
+    /// Everything printed on stdout.
+    pub stdout: String,
+    /// Everything printed on stderr.
+    pub stderr: String,
+}
+
+impl Run {
+    /// stdout parsed as the one JSON document `--output json` promises.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON document ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// Panic with both streams unless the exit code is `code`.
+    pub fn expect_code(self, code: i32) -> Self {
+        assert_eq!(
+            self.code, code,
+            "exit code\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+}
+
+/// Run the real `azevac` binary against this moto server, with no terminal on stdin.
+pub fn azevac(moto: &Moto, args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_azevac"))
+        .args(args)
+        .env("AWS_ENDPOINT_URL", &moto.endpoint)
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", REGION)
+        .env_remove("AWS_PROFILE")
+        .env_remove("AZEVAC_TABLE")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run azevac");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Every Auto Scaling group's subnets, by name, as the service reports them now.
+pub async fn live_groups(sdk: &SdkConfig) -> BTreeMap<String, Vec<String>> {
+    let groups = aws_sdk_autoscaling::Client::new(sdk)
+        .describe_auto_scaling_groups()
+        .into_paginator()
+        .items()
+        .send()
+        .try_collect()
+        .await
+        .expect("DescribeAutoScalingGroups");
+    groups
+        .into_iter()
+        .map(|g| {
+            let subnets = g
+                .vpc_zone_identifier()
+                .unwrap_or_default()
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+            (g.auto_scaling_group_name().unwrap_or_default().to_owned(), subnets)
+        })
+        .collect()
+}
+
+/// The same groups with their subnets sorted, for comparisons that do not care about order.
+pub fn sorted(groups: &BTreeMap<String, Vec<String>>) -> BTreeMap<String, Vec<String>> {
+    groups
+        .iter()
+        .map(|(name, subnets)| {
+            let mut subnets = subnets.clone();
+            subnets.sort();
+            (name.clone(), subnets)
+        })
+        .collect()
+}
+
+/// Every item of the journal table (empty when the table does not exist).
+pub async fn journal_items(sdk: &SdkConfig) -> Vec<HashMap<String, AttributeValue>> {
+    let scanned = aws_sdk_dynamodb::Client::new(sdk)
+        .scan()
+        .table_name(TABLE)
+        .into_paginator()
+        .items()
+        .send()
+        .try_collect()
+        .await;
+    match scanned {
+        Ok(items) => items,
+        Err(e) if aws_sdk_dynamodb::error::ProvideErrorMetadata::code(&e) == Some("ResourceNotFoundException") => {
+            Vec::new()
+        }
+        Err(e) => panic!("Scan: {e:?}"),
+    }
+}
+
+/// Whether the journal table exists.
+pub async fn table_exists(sdk: &SdkConfig) -> bool {
+    aws_sdk_dynamodb::Client::new(sdk)
+        .describe_table()
+        .table_name(TABLE)
+        .send()
+        .await
+        .is_ok()
+}
+
+/// A string attribute of a journal item.
+pub fn attr_s(item: &HashMap<String, AttributeValue>, name: &str) -> String {
+    item.get(name).and_then(|v| v.as_s().ok()).cloned().unwrap_or_default()
+}
+
+/// A list-of-strings attribute of a journal item.
+pub fn attr_list(item: &HashMap<String, AttributeValue>, name: &str) -> Vec<String> {
+    item.get(name)
+        .and_then(|v| v.as_l().ok())
+        .map(|l| l.iter().filter_map(|v| v.as_s().ok().cloned()).collect())
+        .unwrap_or_default()
+}

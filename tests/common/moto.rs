@@ -1,0 +1,87 @@
+//! A moto server of the test's own, on a free loopback port, stopped when the handle drops.
+//! One server per test keeps every test's estate apart without any shared reset.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running moto server.
+pub struct Moto {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+}
+
+impl Moto {
+    /// Start moto_server and wait until it answers. Panics with what to do when it is not installed:
+    /// a test that silently skipped could never fail.
+    pub fn start() -> Moto {
+        let server = moto_server();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new(&server)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start {}: {e}; run scripts/test (it installs moto)",
+                    server.display()
+                )
+            });
+        let moto = Moto {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !answers(port) {
+            assert!(
+                Instant::now() < deadline,
+                "moto server on port {port} did not answer within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        moto
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `AZEVAC_MOTO_SERVER`, else the repository's `.venv-moto` (made by scripts/moto-env), else PATH.
+fn moto_server() -> PathBuf {
+    if let Some(path) = std::env::var_os("AZEVAC_MOTO_SERVER") {
+        return PathBuf::from(path);
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv-moto/bin/moto_server");
+    if venv.exists() {
+        venv
+    } else {
+        PathBuf::from("moto_server")
+    }
+}
+
+/// Whether `GET /moto-api/` answers with HTTP 200.
+fn answers(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream
+        .write_all(b"GET /moto-api/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.1 200") || head.starts_with(b"HTTP/1.0 200")
+}
