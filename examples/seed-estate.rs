@@ -6,7 +6,9 @@ mod estate;
 
 #[tokio::main]
 async fn main() {
-    let path = std::env::args().nth(1).unwrap_or_else(|| "fixtures/sample-estate.json".into());
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "fixtures/sample-estate.json".into());
     if std::env::var_os("AWS_ENDPOINT_URL").is_none() {
         eprintln!("seed-estate: AWS_ENDPOINT_URL is not set; this seeds an emulator, never a real account");
         std::process::exit(2);
