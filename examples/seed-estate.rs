@@ -17,9 +17,11 @@ async fn main() {
     let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
     let seeded = estate::seed(&sdk, &spec).await;
     eprintln!(
-        "seeded {} VPCs, {} subnets, {} Auto Scaling groups from {path}",
+        "seeded {} VPCs, {} subnets, {} Auto Scaling groups, {} ECS services, {} Lambda functions from {path}",
         seeded.vpcs.len(),
         seeded.subnets.len(),
-        spec.auto_scaling_groups.len()
+        spec.auto_scaling_groups.len(),
+        spec.ecs_services.len(),
+        spec.lambda_functions.len()
     );
 }

@@ -85,6 +85,17 @@ pub struct Confirm {
     pub yes: bool,
 }
 
+/// `--wait` and `--wait-timeout`, shared by the commands that change things.
+#[derive(Debug, Args)]
+pub struct Wait {
+    /// After the changes, wait until the services have settled (ECS: the new deployment is steady).
+    #[arg(long)]
+    pub wait: bool,
+    /// How long `--wait` waits at most, e.g. 15m or 90s.
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = humantime::parse_duration)]
+    pub wait_timeout: std::time::Duration,
+}
+
 /// `azevac evacuate`.
 #[derive(Debug, Args)]
 pub struct Evacuate {
@@ -100,9 +111,15 @@ pub struct Evacuate {
     /// Only resources with this tag (repeatable: all must match).
     #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
     pub tags: Vec<(String, String)>,
-    /// Only resources whose name starts with this.
+    /// Only resources whose name starts with this (ECS: CLUSTER/SERVICE).
     #[arg(long, value_name = "PREFIX")]
     pub name_prefix: Option<String>,
+    /// Only ECS services in this cluster (name or ARN; repeatable; default: every cluster).
+    #[arg(long = "cluster", value_name = "CLUSTER")]
+    pub clusters: Vec<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub wait: Wait,
     /// Why, recorded in every journal record this run writes (e.g. an incident ticket).
     #[arg(long, value_name = "TEXT")]
     pub reason: Option<String>,
@@ -123,6 +140,9 @@ pub struct Recover {
     /// Delete the journal records of resources that no longer exist (default: keep and report them).
     #[arg(long)]
     pub forget_missing: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub wait: Wait,
 }
 
 /// `azevac status`.

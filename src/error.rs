@@ -70,6 +70,16 @@ pub enum Error {
         source: BoxError,
     },
 
+    /// The resource was changed by someone else between planning and the update.
+    #[error("{resource} was changed by someone else since the plan was made; re-run to plan again")]
+    ChangedSincePlan {
+        /// The resource name.
+        resource: String,
+        /// The service's precondition error.
+        #[source]
+        source: BoxError,
+    },
+
     /// The service kept throttling after the SDK's retries ran out.
     #[error("{operation} was still throttled after the SDK's retries; try again, or lower --concurrency")]
     Throttled {

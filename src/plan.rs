@@ -157,7 +157,13 @@ pub fn evacuation(
     let (in_zone, remaining): (Vec<String>, Vec<String>) =
         resource.subnets.iter().cloned().partition(|s| zone_subnets.contains(s));
     let filtered = filters.rejects(resource);
-    if in_zone.is_empty() && (record.is_none() || filtered.is_some()) {
+    // A resource azevac cannot change and whose placement it cannot see (an ECS service in bridge
+    // mode follows its container instances) is listed, so that nobody thinks it was handled.
+    let unplaced = resource.subnets.is_empty() && resource.unsupported.is_some();
+    if in_zone.is_empty() && !unplaced && (record.is_none() || filtered.is_some()) {
+        return None;
+    }
+    if unplaced && filtered.is_some() {
         return None;
     }
     let mut item = Item {
@@ -177,10 +183,10 @@ pub fn evacuation(
     };
     let skip = if let Some(why) = filtered {
         Some(why)
-    } else if in_zone.is_empty() {
-        record.map(|r| format!("already evacuated: {} journalled", r.removed_subnets.join(", ")))
     } else if let Some(why) = &resource.unsupported {
         Some(why.clone())
+    } else if in_zone.is_empty() {
+        record.map(|r| format!("already evacuated: {} journalled", r.removed_subnets.join(", ")))
     } else if remaining.is_empty() {
         Some(WOULD_LEAVE_NO_SUBNETS.to_owned())
     } else {
@@ -343,6 +349,18 @@ mod tests {
             .as_deref()
             .unwrap_or_default()
             .starts_with("already evacuated"));
+    }
+
+    #[test]
+    fn an_unsupported_resource_without_subnets_is_listed_as_skipped() {
+        let mut bridge = asg(&[]);
+        bridge.unsupported = Some("network mode bridge".into());
+        let item = evacuation("use1-az2", &bridge, &zone(&["b"]), &Filters::default(), None).expect("listed");
+        assert_eq!(item.status, Status::Skipped);
+        assert_eq!(item.reason.as_deref(), Some("network mode bridge"));
+        let mut outside = asg(&["a"]);
+        outside.unsupported = Some("controller CODE_DEPLOY".into());
+        assert!(evacuation("use1-az2", &outside, &zone(&["b"]), &Filters::default(), None).is_none());
     }
 
     #[test]

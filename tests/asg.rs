@@ -13,7 +13,7 @@ const ZONES: [&str; 3] = ["use1-az1", "use1-az2", "use1-az4"];
 
 /// How a group of the large estate is placed, by its index modulo 5.
 fn placement(i: usize) -> (&'static str, Vec<&'static str>) {
-    let vpc = if i % 2 == 0 { "blue" } else { "green" };
+    let vpc = if i.is_multiple_of(2) { "blue" } else { "green" };
     let zones = match i % 5 {
         0 => vec!["use1-az1", "use1-az2", "use1-az4"],
         1 => vec!["use1-az2", "use1-az4"],
@@ -45,6 +45,7 @@ fn large_estate() -> Spec {
                 }
             })
             .collect(),
+        ..Spec::default()
     }
 }
 
@@ -361,6 +362,7 @@ fn small_estate() -> Spec {
             group("api", &["use1-az2", "use1-az4"], "api"),
             group("solo", &["use1-az2"], "batch"),
         ],
+        ..Spec::default()
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{confirm, describe, execute, exit_code, verify, Context, EXIT_OK};
+use super::{confirm, describe, execute, exit_code, settle, verify, Context, EXIT_OK};
 use crate::cli;
 use crate::journal::{Audit, Record};
 use crate::plan::{self, Command, Filters, Item, Plan, Status};
@@ -16,7 +16,7 @@ use crate::{Error, Result};
 pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
     let ec2 = aws_sdk_ec2::Client::new(&ctx.sdk);
     let zone = Zones::load(&ec2, &ctx.region).await?.resolve(&args.az_id)?;
-    let plugins = ctx.plugins(&args.types.types);
+    let plugins = ctx.plugins(&args.types.types, &args.clusters);
     let filters = Filters {
         tags: args.tags.clone(),
         name_prefix: args.name_prefix.clone(),
@@ -53,6 +53,7 @@ pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
     })
     .await;
     verify(&mut plan, &plugins).await;
+    settle(&mut plan, &plugins, &args.wait).await;
     report::print(&plan, ctx.output, report::Phase::Result);
     Ok(exit_code(&plan))
 }
@@ -71,11 +72,22 @@ async fn make_plan(
         futures::future::try_join_all(plugins.iter().map(|p| p.discover())),
     )?;
     let (records, problems) = journal;
-    let items = discovered
-        .iter()
-        .flatten()
-        .filter_map(|resource| plan::evacuation(&zone.id, resource, &zone_subnets, filters, records.get(&resource.id)))
-        .collect();
+    let mut items = Vec::new();
+    for (plugin, resources) in plugins.iter().zip(discovered) {
+        // Only what may be planned is inspected further (tags, caveats): it can cost a call each.
+        let mut candidates: Vec<_> = resources
+            .into_iter()
+            .filter(|r| {
+                r.subnets.iter().any(|s| zone_subnets.contains(s))
+                    || r.subnets.is_empty()
+                    || records.contains_key(&r.id)
+            })
+            .collect();
+        plugin.inspect(&mut candidates, !filters.tags.is_empty()).await?;
+        items.extend(candidates.iter().filter_map(|resource| {
+            plan::evacuation(&zone.id, resource, &zone_subnets, filters, records.get(&resource.id))
+        }));
+    }
     Ok(Plan {
         command: Command::Evacuate,
         region: ctx.region.clone(),

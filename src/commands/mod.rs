@@ -58,9 +58,13 @@ impl Context {
         })
     }
 
-    /// The plugins for `--type` (every type when it is empty).
-    pub fn plugins(&self, types: &[String]) -> Vec<Box<dyn Plugin>> {
-        plugins::select(&Setup { sdk: self.sdk.clone() }, types)
+    /// The plugins for `--type` (every type when it is empty); `clusters` narrows ECS.
+    pub fn plugins(&self, types: &[String], clusters: &[String]) -> Vec<Box<dyn Plugin>> {
+        let setup = Setup {
+            sdk: self.sdk.clone(),
+            ecs_clusters: clusters.to_vec(),
+        };
+        plugins::select(&setup, types)
     }
 
     /// Who is running this, for the journal: the STS caller ARN, a fresh run ID, the reason.
@@ -177,6 +181,38 @@ pub async fn verify(plan: &mut Plan, plugins: &[Box<dyn Plugin>]) {
                     }
                 }
                 None => item.fail("read back: the resource no longer exists".into()),
+            }
+        }
+    }
+}
+
+/// `--wait`: let every plugin wait for its changed resources to settle, and fail the lines of those
+/// that did not within the timeout.
+pub async fn settle(plan: &mut Plan, plugins: &[Box<dyn Plugin>], wait: &cli::Wait) {
+    if !wait.wait {
+        return;
+    }
+    for plugin in plugins {
+        let changed: Vec<_> = plan
+            .items
+            .iter()
+            .filter(|i| i.status == Status::Done && i.resource_type == plugin.resource_type())
+            .filter_map(|i| i.target.clone())
+            .collect();
+        if changed.is_empty() {
+            continue;
+        }
+        let unsettled = match plugin.settle(&changed, wait.wait_timeout).await {
+            Ok(unsettled) => unsettled,
+            Err(e) => changed.iter().map(|r| (r.id.clone(), describe(&e))).collect(),
+        };
+        for (id, why) in unsettled {
+            for item in plan
+                .items
+                .iter_mut()
+                .filter(|i| i.resource == id && i.status == Status::Done)
+            {
+                item.fail(format!("changed and journalled, but {why}"));
             }
         }
     }

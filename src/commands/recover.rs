@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{confirm, describe, execute, exit_code, verify, Context, EXIT_OK};
+use super::{confirm, describe, execute, exit_code, settle, verify, Context, EXIT_OK};
 use crate::cli;
 use crate::journal::Record;
 use crate::plan::{self, Command, Item, Plan};
@@ -19,7 +19,7 @@ pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
         Some(az_id) => Some(Zones::load(&ec2, &ctx.region).await?.resolve(az_id)?),
         None => None,
     };
-    let plugins = ctx.plugins(&args.types.types);
+    let plugins = ctx.plugins(&args.types.types, &[]);
     let mut plan = make_plan(
         ctx,
         &ec2,
@@ -53,6 +53,7 @@ pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
     let by_type: BTreeMap<&str, &dyn Plugin> = plugins.iter().map(|p| (p.resource_type(), p.as_ref())).collect();
     execute(&mut plan, ctx.concurrency, |item| recover_one(ctx, &by_type, item)).await;
     verify(&mut plan, &plugins).await;
+    settle(&mut plan, &plugins, &args.wait).await;
     report::print(&plan, ctx.output, report::Phase::Result);
     Ok(exit_code(&plan))
 }

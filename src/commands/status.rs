@@ -16,7 +16,7 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     ctx.journal.require().await?;
     let mut records = Vec::new();
     let mut problems = Vec::new();
-    for plugin in ctx.plugins(&args.types.types) {
+    for plugin in ctx.plugins(&args.types.types, &[]) {
         for entry in ctx
             .journal
             .of_type(plugin.resource_type(), args.az_id.as_deref())

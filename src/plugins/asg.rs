@@ -112,6 +112,7 @@ fn to_resource(group: AutoScalingGroup) -> Resource {
         tags,
         unsupported: None,
         notes: vec![REPLACEMENT_NOTE.to_owned()],
+        detail: serde_json::Value::Null,
     }
 }
 

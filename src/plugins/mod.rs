@@ -3,6 +3,7 @@
 //! reporting live outside, once.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
@@ -10,10 +11,16 @@ use aws_config::SdkConfig;
 use crate::Result;
 
 pub mod asg;
+pub mod ecs;
+pub mod lambda;
 
 /// Every plugin, in evacuation order: its `--type` value and how to build it.
 /// Adding a resource type is one file in this folder and one line here.
-const REGISTRY: &[(&str, Constructor)] = &[(asg::TYPE, asg::plugin)];
+const REGISTRY: &[(&str, Constructor)] = &[
+    (asg::TYPE, asg::plugin),
+    (ecs::TYPE, ecs::plugin),
+    (lambda::TYPE, lambda::plugin),
+];
 
 /// Builds a plugin from the run's setup; `None` when the type does not apply to this run.
 type Constructor = fn(&Setup) -> Option<Box<dyn Plugin>>;
@@ -23,6 +30,8 @@ type Constructor = fn(&Setup) -> Option<Box<dyn Plugin>>;
 pub struct Setup {
     /// The shared SDK configuration (region, credentials, endpoint, retries).
     pub sdk: SdkConfig,
+    /// `--cluster`: the ECS clusters to look in (every cluster when empty).
+    pub ecs_clusters: Vec<String>,
 }
 
 /// The `--type` values azevac knows, in evacuation order.
@@ -47,6 +56,9 @@ pub struct Resource {
     pub unsupported: Option<String>,
     /// Caveats the operator should read before this resource is changed.
     pub notes: Vec<String>,
+    /// What the plugin needs to change the resource without losing other settings (security groups,
+    /// cluster, revision...): the plugin's own type, serialised, opaque to everything else.
+    pub detail: serde_json::Value,
 }
 
 /// A resource type azevac can evacuate. Implementations make plain service calls: the SDK retries
@@ -64,6 +76,18 @@ pub trait Plugin: Send + Sync {
 
     /// Set the resource's subnets to exactly `subnets`, keeping every other setting as it is.
     async fn apply(&self, resource: &Resource, subnets: &[String]) -> Result<()>;
+
+    /// Add what discovery leaves out, for the resources about to be planned only: tags when
+    /// `want_tags` (a `--tag` filter is set) and caveats. Most types have it all from discovery.
+    async fn inspect(&self, _resources: &mut [Resource], _want_tags: bool) -> Result<()> {
+        Ok(())
+    }
+
+    /// Wait until the changed resources have settled (`--wait`), at most `timeout`. Returns the
+    /// resources that did not, with why. Most types settle on their own.
+    async fn settle(&self, _resources: &[Resource], _timeout: Duration) -> Result<Vec<(String, String)>> {
+        Ok(Vec::new())
+    }
 }
 
 /// The plugins for these types (every type when `types` is empty), in evacuation order.

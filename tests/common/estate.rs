@@ -10,13 +10,77 @@ use serde::Deserialize;
 const LAUNCH_TEMPLATE: &str = "azevac-sample";
 
 /// What to create.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub struct Spec {
     /// The VPCs, each with a subnet in each of its zones.
     pub vpcs: Vec<VpcSpec>,
     /// The Auto Scaling groups.
     #[serde(default)]
     pub auto_scaling_groups: Vec<AsgSpec>,
+    /// The ECS services (their clusters are created as needed).
+    #[serde(default)]
+    pub ecs_services: Vec<EcsSpec>,
+    /// The Lambda functions.
+    #[serde(default)]
+    pub lambda_functions: Vec<LambdaSpec>,
+}
+
+/// One ECS service.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EcsSpec {
+    /// Its cluster's name.
+    pub cluster: String,
+    /// Its name.
+    pub name: String,
+    /// The VPC (by spec name) of its subnets and security group.
+    pub vpc: String,
+    /// The AZ IDs of its subnets; empty for a bridge-mode service.
+    #[serde(default)]
+    pub zones: Vec<String>,
+    /// `awsvpc` (default) or `bridge`.
+    #[serde(default = "awsvpc")]
+    pub network_mode: String,
+    /// `ECS` (default), `CODE_DEPLOY` or `EXTERNAL`.
+    #[serde(default = "ecs_controller")]
+    pub controller: String,
+    /// `ENABLED` or `DISABLED` (default).
+    #[serde(default = "disabled")]
+    pub assign_public_ip: String,
+    /// Desired tasks.
+    #[serde(default)]
+    pub desired: i32,
+    /// Tags.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+}
+
+/// One Lambda function.
+#[derive(Debug, Clone, Deserialize)]
+pub struct LambdaSpec {
+    /// Its name.
+    pub name: String,
+    /// The VPC (by spec name) of its subnets, if it is in one.
+    #[serde(default)]
+    pub vpc: Option<String>,
+    /// The AZ IDs of its subnets.
+    #[serde(default)]
+    pub zones: Vec<String>,
+    /// Publish a version and point an alias `live` at it.
+    #[serde(default)]
+    pub published_alias: bool,
+    /// Tags.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+}
+
+fn awsvpc() -> String {
+    "awsvpc".into()
+}
+fn ecs_controller() -> String {
+    "ECS".into()
+}
+fn disabled() -> String {
+    "DISABLED".into()
 }
 
 /// One VPC.
@@ -54,6 +118,8 @@ pub struct Seeded {
     pub subnets: BTreeMap<(String, String), String>,
     /// VPC ID for each VPC name.
     pub vpcs: BTreeMap<String, String>,
+    /// The security group made in each VPC (by VPC name).
+    pub security_groups: BTreeMap<String, String>,
 }
 
 impl Seeded {
@@ -104,6 +170,18 @@ pub async fn seed(sdk: &SdkConfig, spec: &Spec) -> Seeded {
                 .to_owned();
             seeded.subnets.insert((vpc.name.clone(), zone.clone()), subnet_id);
         }
+        let group = ec2
+            .create_security_group()
+            .group_name(format!("{}-app", vpc.name))
+            .description("azevac sample")
+            .vpc_id(&vpc_id)
+            .send()
+            .await
+            .expect("CreateSecurityGroup")
+            .group_id()
+            .expect("a group ID")
+            .to_owned();
+        seeded.security_groups.insert(vpc.name.clone(), group);
         seeded.vpcs.insert(vpc.name.clone(), vpc_id);
     }
     if !spec.auto_scaling_groups.is_empty() {
@@ -122,7 +200,148 @@ pub async fn seed(sdk: &SdkConfig, spec: &Spec) -> Seeded {
         let subnets: Vec<String> = group.zones.iter().map(|z| seeded.subnet(&group.vpc, z)).collect();
         create_group(&autoscaling, group, &subnets).await;
     }
+    seed_ecs(sdk, spec, &seeded).await;
+    seed_lambda(sdk, spec, &seeded).await;
     seeded
+}
+
+async fn seed_ecs(sdk: &SdkConfig, spec: &Spec, seeded: &Seeded) {
+    use aws_sdk_ecs::types::{
+        AssignPublicIp, AwsVpcConfiguration, ContainerDefinition, DeploymentController, DeploymentControllerType,
+        NetworkConfiguration, NetworkMode, Tag,
+    };
+    if spec.ecs_services.is_empty() {
+        return;
+    }
+    let ecs = aws_sdk_ecs::Client::new(sdk);
+    for mode in ["awsvpc", "bridge"] {
+        ecs.register_task_definition()
+            .family(format!("sample-{mode}"))
+            .network_mode(NetworkMode::from(mode))
+            .container_definitions(
+                ContainerDefinition::builder()
+                    .name("app")
+                    .image("nginx")
+                    .memory(128)
+                    .build(),
+            )
+            .send()
+            .await
+            .expect("RegisterTaskDefinition");
+    }
+    let clusters: std::collections::BTreeSet<&str> = spec.ecs_services.iter().map(|s| s.cluster.as_str()).collect();
+    for cluster in clusters {
+        ecs.create_cluster()
+            .cluster_name(cluster)
+            .send()
+            .await
+            .expect("CreateCluster");
+    }
+    for service in &spec.ecs_services {
+        let mut request = ecs
+            .create_service()
+            .cluster(&service.cluster)
+            .service_name(&service.name)
+            .task_definition(format!("sample-{}", service.network_mode))
+            .desired_count(service.desired)
+            .deployment_controller(
+                DeploymentController::builder()
+                    .r#type(DeploymentControllerType::from(service.controller.as_str()))
+                    .build()
+                    .expect("controller"),
+            );
+        if service.network_mode == "awsvpc" {
+            let subnets: Vec<String> = service.zones.iter().map(|z| seeded.subnet(&service.vpc, z)).collect();
+            let awsvpc = AwsVpcConfiguration::builder()
+                .set_subnets(Some(subnets))
+                .security_groups(&seeded.security_groups[&service.vpc])
+                .assign_public_ip(AssignPublicIp::from(service.assign_public_ip.as_str()))
+                .build()
+                .expect("awsvpc");
+            request = request
+                .launch_type(aws_sdk_ecs::types::LaunchType::Fargate)
+                .network_configuration(NetworkConfiguration::builder().awsvpc_configuration(awsvpc).build());
+        }
+        for (key, value) in &service.tags {
+            request = request.tags(Tag::builder().key(key).value(value).build());
+        }
+        request
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("CreateService {}: {e:?}", service.name));
+    }
+}
+
+async fn seed_lambda(sdk: &SdkConfig, spec: &Spec, seeded: &Seeded) {
+    if spec.lambda_functions.is_empty() {
+        return;
+    }
+    let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
+    let role = aws_sdk_iam::Client::new(sdk)
+        .create_role()
+        .role_name("azevac-sample-lambda")
+        .assume_role_policy_document(trust)
+        .send()
+        .await
+        .expect("CreateRole")
+        .role()
+        .map(|r| r.arn().to_owned())
+        .expect("a role ARN");
+    let lambda = aws_sdk_lambda::Client::new(sdk);
+    // The smallest valid zip archive: an empty end-of-central-directory record.
+    let empty_zip = {
+        let mut bytes = b"PK\x05\x06".to_vec();
+        bytes.resize(22, 0);
+        bytes
+    };
+    for function in &spec.lambda_functions {
+        let mut request = lambda
+            .create_function()
+            .function_name(&function.name)
+            .runtime(aws_sdk_lambda::types::Runtime::Python312)
+            .role(&role)
+            .handler("index.handler")
+            .code(
+                aws_sdk_lambda::types::FunctionCode::builder()
+                    .zip_file(aws_sdk_lambda::primitives::Blob::new(empty_zip.clone()))
+                    .build(),
+            );
+        if let Some(vpc) = &function.vpc {
+            let subnets: Vec<String> = function.zones.iter().map(|z| seeded.subnet(vpc, z)).collect();
+            request = request.vpc_config(
+                aws_sdk_lambda::types::VpcConfig::builder()
+                    .set_subnet_ids(Some(subnets))
+                    .security_group_ids(&seeded.security_groups[vpc])
+                    .build(),
+            );
+        }
+        for (key, value) in &function.tags {
+            request = request.tags(key, value);
+        }
+        request
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("CreateFunction {}: {e:?}", function.name));
+        if function.published_alias {
+            let version = lambda
+                .publish_version()
+                .function_name(&function.name)
+                .send()
+                .await
+                .expect("PublishVersion")
+                .version()
+                .unwrap_or("1")
+                .to_owned();
+            lambda
+                .create_alias()
+                .function_name(&function.name)
+                .name("live")
+                .function_version(version)
+                .send()
+                .await
+                .expect("CreateAlias");
+        }
+    }
 }
 
 async fn create_group(autoscaling: &aws_sdk_autoscaling::Client, group: &AsgSpec, subnets: &[String]) {

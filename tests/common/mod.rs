@@ -111,6 +111,84 @@ pub async fn live_groups(sdk: &SdkConfig) -> BTreeMap<String, Vec<String>> {
         .collect()
 }
 
+/// Every ECS service's awsvpc subnets, security groups and public-IP setting, by `cluster/service`.
+pub async fn live_services(sdk: &SdkConfig) -> BTreeMap<String, (Vec<String>, Vec<String>, String)> {
+    let ecs = aws_sdk_ecs::Client::new(sdk);
+    let clusters = ecs
+        .list_clusters()
+        .send()
+        .await
+        .expect("ListClusters")
+        .cluster_arns()
+        .to_vec();
+    let mut live = BTreeMap::new();
+    for cluster in clusters {
+        let arns = ecs
+            .list_services()
+            .cluster(&cluster)
+            .send()
+            .await
+            .expect("ListServices")
+            .service_arns()
+            .to_vec();
+        if arns.is_empty() {
+            continue;
+        }
+        let out = ecs
+            .describe_services()
+            .cluster(&cluster)
+            .set_services(Some(arns))
+            .send()
+            .await
+            .expect("Describe");
+        for service in out.services() {
+            let awsvpc = service.network_configuration().and_then(|n| n.awsvpc_configuration());
+            let name = format!(
+                "{}/{}",
+                cluster.rsplit('/').next().unwrap_or_default(),
+                service.service_name().unwrap_or_default()
+            );
+            live.insert(
+                name,
+                (
+                    awsvpc.map(|a| a.subnets().to_vec()).unwrap_or_default(),
+                    awsvpc.map(|a| a.security_groups().to_vec()).unwrap_or_default(),
+                    awsvpc
+                        .and_then(|a| a.assign_public_ip())
+                        .map(|p| p.as_str().to_owned())
+                        .unwrap_or_default(),
+                ),
+            );
+        }
+    }
+    live
+}
+
+/// Every Lambda function's VPC subnets and security groups, by name.
+pub async fn live_functions(sdk: &SdkConfig) -> BTreeMap<String, (Vec<String>, Vec<String>)> {
+    let functions = aws_sdk_lambda::Client::new(sdk)
+        .list_functions()
+        .into_paginator()
+        .items()
+        .send()
+        .try_collect()
+        .await
+        .expect("ListFunctions");
+    functions
+        .into_iter()
+        .map(|f| {
+            let vpc = f.vpc_config();
+            (
+                f.function_name().unwrap_or_default().to_owned(),
+                (
+                    vpc.map(|v| v.subnet_ids().to_vec()).unwrap_or_default(),
+                    vpc.map(|v| v.security_group_ids().to_vec()).unwrap_or_default(),
+                ),
+            )
+        })
+        .collect()
+}
+
 /// The same groups with their subnets sorted, for comparisons that do not care about order.
 pub fn sorted(groups: &BTreeMap<String, Vec<String>>) -> BTreeMap<String, Vec<String>> {
     groups

@@ -1,0 +1,348 @@
+//! ECS services: subnets live in `networkConfiguration.awsvpcConfiguration.subnets`.
+//!
+//! Only services in `awsvpc` network mode have subnets; bridge/host services follow their container
+//! instances, and services deployed by CodeDeploy or an external controller cannot have their network
+//! configuration changed by `UpdateService`. Those are listed as skipped with the reason.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_ecs::client::Waiters;
+use aws_sdk_ecs::types::{
+    AssignPublicIp, AwsVpcConfiguration, DeploymentControllerType, NetworkConfiguration, Service, ServiceField,
+};
+use serde::{Deserialize, Serialize};
+
+use super::{Plugin, Resource, Setup};
+use crate::{Error, Result};
+
+/// The `--type` value and journal `resource_type` of ECS services.
+pub const TYPE: &str = "ecs";
+
+/// `DescribeServices` takes at most 10 services per call on AWS (the emulator accepts more).
+const DESCRIBE_BATCH: usize = 10;
+/// `ListServices` pages at most 100 ARNs.
+const LIST_PAGE: i32 = 100;
+
+const REPLACEMENT_NOTE: &str =
+    "ECS starts a new deployment: every task of the service is replaced, also those in healthy zones";
+
+/// What `apply` needs besides the subnets, so that nothing else in the network configuration is lost.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Detail {
+    cluster: String,
+    security_groups: Vec<String>,
+    assign_public_ip: Option<String>,
+}
+
+/// The ECS services plugin.
+#[derive(Debug, Clone)]
+pub struct Ecs {
+    client: aws_sdk_ecs::Client,
+    clusters: Vec<String>,
+}
+
+/// Registry constructor: ECS applies to every run.
+pub fn plugin(setup: &Setup) -> Option<Box<dyn Plugin>> {
+    Some(Box::new(Ecs::new(
+        aws_sdk_ecs::Client::new(&setup.sdk),
+        setup.ecs_clusters.clone(),
+    )))
+}
+
+impl Ecs {
+    /// A plugin over this client, looking only in `clusters` (names or ARNs; every cluster if empty).
+    pub fn new(client: aws_sdk_ecs::Client, clusters: Vec<String>) -> Self {
+        Ecs { client, clusters }
+    }
+
+    async fn clusters(&self) -> Result<Vec<String>> {
+        if !self.clusters.is_empty() {
+            return Ok(self.clusters.clone());
+        }
+        self.client
+            .list_clusters()
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| Error::from_sdk("ecs:ListClusters", e))
+    }
+
+    /// Describe services of one cluster, 10 per call; deleted (INACTIVE) services are left out.
+    async fn describe(&self, cluster: &str, services: &[String]) -> Result<Vec<Resource>> {
+        let mut found = Vec::new();
+        for chunk in services.chunks(DESCRIBE_BATCH) {
+            let out = self
+                .client
+                .describe_services()
+                .cluster(cluster)
+                .set_services(Some(chunk.to_vec()))
+                .include(ServiceField::Tags)
+                .send()
+                .await
+                .map_err(|e| Error::from_sdk("ecs:DescribeServices", e))?;
+            found.extend(
+                out.services()
+                    .iter()
+                    .filter(|s| s.status() != Some("INACTIVE"))
+                    .map(|s| to_resource(cluster, s)),
+            );
+        }
+        Ok(found)
+    }
+}
+
+#[async_trait]
+impl Plugin for Ecs {
+    fn resource_type(&self) -> &'static str {
+        TYPE
+    }
+
+    async fn discover(&self) -> Result<Vec<Resource>> {
+        let mut resources = Vec::new();
+        for cluster in self.clusters().await? {
+            let arns: Vec<String> = self
+                .client
+                .list_services()
+                .cluster(&cluster)
+                .max_results(LIST_PAGE)
+                .into_paginator()
+                .items()
+                .send()
+                .try_collect()
+                .await
+                .map_err(|e| Error::from_sdk("ecs:ListServices", e))?;
+            resources.extend(self.describe(&cluster, &arns).await?);
+        }
+        Ok(resources)
+    }
+
+    async fn read(&self, ids: &[String]) -> Result<BTreeMap<String, Resource>> {
+        let mut by_cluster: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut without_cluster = false;
+        for arn in ids {
+            match cluster_of(arn) {
+                Some(cluster) => by_cluster.entry(cluster).or_default().push(arn.clone()),
+                None => without_cluster = true,
+            }
+        }
+        let mut found = Vec::new();
+        for (cluster, arns) in by_cluster {
+            found.extend(self.describe(&cluster, &arns).await?);
+        }
+        // Old-format ARNs (service/NAME) do not say their cluster: look everywhere.
+        if without_cluster {
+            found.extend(self.discover().await?);
+        }
+        Ok(found
+            .into_iter()
+            .filter(|r| ids.contains(&r.id))
+            .map(|r| (r.id.clone(), r))
+            .collect())
+    }
+
+    async fn apply(&self, resource: &Resource, subnets: &[String]) -> Result<()> {
+        let detail: Detail = serde_json::from_value(resource.detail.clone()).unwrap_or_default();
+        let awsvpc = AwsVpcConfiguration::builder()
+            .set_subnets(Some(subnets.to_vec()))
+            .set_security_groups(Some(detail.security_groups))
+            .set_assign_public_ip(detail.assign_public_ip.as_deref().map(AssignPublicIp::from))
+            .build()
+            .map_err(|e| Error::Aws {
+                operation: "ecs:UpdateService (building the request)",
+                source: Box::new(e),
+            })?;
+        self.client
+            .update_service()
+            .cluster(&detail.cluster)
+            .service(&resource.id)
+            .network_configuration(NetworkConfiguration::builder().awsvpc_configuration(awsvpc).build())
+            .send()
+            .await
+            .map_err(|e| Error::from_sdk("ecs:UpdateService", e))?;
+        Ok(())
+    }
+
+    async fn settle(&self, resources: &[Resource], timeout: Duration) -> Result<Vec<(String, String)>> {
+        let mut by_cluster: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for resource in resources {
+            let detail: Detail = serde_json::from_value(resource.detail.clone()).unwrap_or_default();
+            by_cluster.entry(detail.cluster).or_default().push(resource.id.clone());
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut unsettled = Vec::new();
+        for (cluster, services) in by_cluster {
+            for chunk in services.chunks(DESCRIBE_BATCH) {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                tracing::info!(cluster = %cluster, services = chunk.len(), "waiting for ECS services to reach steady state");
+                eprintln!(
+                    "azevac: waiting for {} ECS service(s) in {cluster} to reach steady state",
+                    chunk.len()
+                );
+                let waited = self
+                    .client
+                    .wait_until_services_stable()
+                    .cluster(&cluster)
+                    .set_services(Some(chunk.to_vec()))
+                    .wait(left.max(Duration::from_secs(1)))
+                    .await;
+                if let Err(e) = waited {
+                    let why = format!("did not reach steady state within {}s: {e}", timeout.as_secs());
+                    unsettled.extend(chunk.iter().map(|s| (s.clone(), why.clone())));
+                }
+            }
+        }
+        Ok(unsettled)
+    }
+}
+
+fn to_resource(cluster: &str, service: &Service) -> Resource {
+    let awsvpc = service.network_configuration().and_then(|n| n.awsvpc_configuration());
+    let controller = service
+        .deployment_controller()
+        .map(|c| c.r#type().clone())
+        .unwrap_or(DeploymentControllerType::Ecs);
+    let unsupported = if awsvpc.is_none() {
+        Some("not in awsvpc network mode: its tasks follow their container instances (evacuate their Auto Scaling group)".to_owned())
+    } else if controller != DeploymentControllerType::Ecs {
+        Some(format!(
+            "deployment controller {}: UpdateService cannot change its network configuration",
+            controller.as_str()
+        ))
+    } else {
+        None
+    };
+    let detail = Detail {
+        cluster: service.cluster_arn().unwrap_or(cluster).to_owned(),
+        security_groups: awsvpc.map(|a| a.security_groups().to_vec()).unwrap_or_default(),
+        assign_public_ip: awsvpc.and_then(|a| a.assign_public_ip()).map(|p| p.as_str().to_owned()),
+    };
+    let cluster_name = detail.cluster.rsplit('/').next().unwrap_or(&detail.cluster).to_owned();
+    Resource {
+        resource_type: TYPE,
+        id: service.service_arn().unwrap_or_default().to_owned(),
+        name: format!("{cluster_name}/{}", service.service_name().unwrap_or_default()),
+        subnets: awsvpc.map(|a| a.subnets().to_vec()).unwrap_or_default(),
+        tags: service
+            .tags()
+            .iter()
+            .filter_map(|t| Some((t.key()?.to_owned(), t.value().unwrap_or_default().to_owned())))
+            .collect(),
+        unsupported,
+        notes: vec![REPLACEMENT_NOTE.to_owned()],
+        detail: serde_json::to_value(detail).unwrap_or_default(),
+    }
+}
+
+/// `arn:aws:ecs:REGION:ACCOUNT:service/CLUSTER/NAME` → `CLUSTER`; old-format ARNs have none.
+fn cluster_of(arn: &str) -> Option<String> {
+    let path = arn.split_once(":service/")?.1;
+    let (cluster, _) = path.split_once('/')?;
+    Some(cluster.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_ecs::operation::describe_services::DescribeServicesOutput;
+    use aws_sdk_ecs::operation::list_services::ListServicesOutput;
+    use aws_sdk_ecs::types::DeploymentController;
+    use aws_smithy_mocks::{mock, mock_client, RuleMode};
+
+    fn service(name: &str) -> Service {
+        let awsvpc = AwsVpcConfiguration::builder()
+            .subnets("subnet-a")
+            .subnets("subnet-b")
+            .security_groups("sg-1")
+            .assign_public_ip(AssignPublicIp::Enabled)
+            .build()
+            .expect("awsvpc");
+        Service::builder()
+            .service_arn(format!("arn:aws:ecs:us-east-1:123456789012:service/prod/{name}"))
+            .service_name(name)
+            .cluster_arn("arn:aws:ecs:us-east-1:123456789012:cluster/prod")
+            .network_configuration(NetworkConfiguration::builder().awsvpc_configuration(awsvpc).build())
+            .build()
+    }
+
+    #[test]
+    fn the_cluster_comes_from_the_arn() {
+        assert_eq!(
+            cluster_of("arn:aws:ecs:us-east-1:1:service/prod/web").as_deref(),
+            Some("prod")
+        );
+        assert_eq!(cluster_of("arn:aws:ecs:us-east-1:1:service/web"), None);
+    }
+
+    #[test]
+    fn keeps_security_groups_and_public_ip_for_the_update() {
+        let resource = to_resource("prod", &service("web"));
+        assert_eq!(resource.name, "prod/web");
+        assert_eq!(resource.subnets, ["subnet-a", "subnet-b"]);
+        let detail: Detail = serde_json::from_value(resource.detail).expect("detail");
+        assert_eq!(detail.security_groups, ["sg-1"]);
+        assert_eq!(detail.assign_public_ip.as_deref(), Some("ENABLED"));
+    }
+
+    #[test]
+    fn code_deploy_services_are_unsupported() {
+        let mut svc = service("blue-green");
+        svc.deployment_controller = Some(
+            DeploymentController::builder()
+                .r#type(DeploymentControllerType::CodeDeploy)
+                .build()
+                .expect("controller"),
+        );
+        let reason = to_resource("prod", &svc).unsupported.expect("unsupported");
+        assert!(reason.contains("CODE_DEPLOY"), "{reason}");
+    }
+
+    /// The emulator returns every service in one page and describes any number at once; AWS pages
+    /// ListServices and describes at most 10 per call. Discovery must follow both.
+    #[tokio::test]
+    async fn discovery_follows_pages_and_describes_ten_at_a_time() {
+        let arns: Vec<String> = (0..25)
+            .map(|i| format!("arn:aws:ecs:us-east-1:1:service/prod/s{i:02}"))
+            .collect();
+        let (first, second) = (arns[..20].to_vec(), arns[20..].to_vec());
+        let page1 = mock!(aws_sdk_ecs::Client::list_services)
+            .match_requests(|r| r.next_token().is_none())
+            .then_output(move || {
+                ListServicesOutput::builder()
+                    .set_service_arns(Some(first.clone()))
+                    .next_token("page2")
+                    .build()
+            });
+        let page2 = mock!(aws_sdk_ecs::Client::list_services)
+            .match_requests(|r| r.next_token() == Some("page2"))
+            .then_output(move || {
+                ListServicesOutput::builder()
+                    .set_service_arns(Some(second.clone()))
+                    .build()
+            });
+        let describe = mock!(aws_sdk_ecs::Client::describe_services)
+            .match_requests(|r| r.services().len() <= DESCRIBE_BATCH)
+            .then_compute_output(|r| {
+                DescribeServicesOutput::builder()
+                    .set_services(Some(
+                        r.services()
+                            .iter()
+                            .map(|arn| service(arn.rsplit('/').next().unwrap_or_default()))
+                            .collect(),
+                    ))
+                    .build()
+            });
+        let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&page1, &page2, &describe]);
+        let found = Ecs::new(client, vec!["prod".into()])
+            .discover()
+            .await
+            .expect("discover");
+        assert_eq!(found.len(), 25);
+        assert_eq!(page1.num_calls(), 1);
+        assert_eq!(page2.num_calls(), 1);
+        assert_eq!(describe.num_calls(), 3, "25 services, 10 per DescribeServices");
+    }
+}

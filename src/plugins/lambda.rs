@@ -1,0 +1,422 @@
+//! Lambda functions: subnets live in `VpcConfig.SubnetIds` of `$LATEST`.
+//!
+//! Published versions are immutable, so aliases that point at them keep the old network
+//! configuration; the plan says so. A function is locked while an update is in progress: azevac waits
+//! for `LastUpdateStatus` to leave `InProgress`, and retries (bounded) on `ResourceConflictException`.
+//! The update carries the `RevisionId` read at planning time, so a concurrent change is detected
+//! (`PreconditionFailedException`) instead of overwritten.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_lambda::client::Waiters;
+use aws_sdk_lambda::types::{FunctionConfiguration, LastUpdateStatus, VpcConfig, VpcConfigResponse};
+use backon::{ExponentialBuilder, Retryable};
+use serde::{Deserialize, Serialize};
+
+use super::{Plugin, Resource, Setup};
+use crate::{Error, Result};
+
+/// The `--type` value and journal `resource_type` of Lambda functions.
+pub const TYPE: &str = "lambda";
+
+/// `ListFunctions` pages at most 50 functions.
+const LIST_PAGE: i32 = 50;
+/// Functions read at once when there is no batch read.
+const READ_CONCURRENCY: usize = 8;
+/// How long to wait for an in-progress update to finish, before and after ours.
+const UPDATE_WAIT: Duration = Duration::from_secs(300);
+/// Tries on `ResourceConflictException` (another update holds the function).
+const CONFLICT_TRIES: usize = 6;
+
+/// What `apply` needs besides the subnets.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Detail {
+    security_groups: Vec<String>,
+    ipv6_allowed_for_dual_stack: Option<bool>,
+    revision_id: Option<String>,
+    update_in_progress: bool,
+}
+
+/// The Lambda functions plugin.
+#[derive(Debug, Clone)]
+pub struct Lambda {
+    client: aws_sdk_lambda::Client,
+    conflict_backoff: Duration,
+}
+
+/// Registry constructor: Lambda applies to every run.
+pub fn plugin(setup: &Setup) -> Option<Box<dyn Plugin>> {
+    Some(Box::new(Lambda::new(aws_sdk_lambda::Client::new(&setup.sdk))))
+}
+
+impl Lambda {
+    /// A plugin over this client.
+    pub fn new(client: aws_sdk_lambda::Client) -> Self {
+        Lambda {
+            client,
+            conflict_backoff: Duration::from_millis(500),
+        }
+    }
+
+    /// The first delay of the bounded, exponential retry on `ResourceConflictException`.
+    pub fn with_conflict_backoff(mut self, first_delay: Duration) -> Self {
+        self.conflict_backoff = first_delay;
+        self
+    }
+
+    async fn wait_until_updated(&self, function: &str) -> Result<()> {
+        eprintln!("azevac: waiting for the update in progress on {function} to finish");
+        self.client
+            .wait_until_function_updated_v2()
+            .function_name(function)
+            .wait(UPDATE_WAIT)
+            .await
+            .map_err(|e| Error::Aws {
+                operation: "lambda:GetFunction (waiting for LastUpdateStatus to leave InProgress)",
+                source: Box::new(e),
+            })?;
+        Ok(())
+    }
+
+    async fn get(&self, arn: &str) -> Result<Option<Resource>> {
+        match self.client.get_function_configuration().function_name(arn).send().await {
+            Ok(out) => Ok(Some(to_resource(
+                FunctionConfiguration::builder()
+                    .set_function_name(out.function_name)
+                    .set_function_arn(out.function_arn)
+                    .set_revision_id(out.revision_id)
+                    .set_vpc_config(out.vpc_config)
+                    .set_last_update_status(out.last_update_status)
+                    .build(),
+            ))),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_resource_not_found_exception()) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(Error::from_sdk("lambda:GetFunctionConfiguration", e)),
+        }
+    }
+}
+
+#[async_trait]
+impl Plugin for Lambda {
+    fn resource_type(&self) -> &'static str {
+        TYPE
+    }
+
+    async fn discover(&self) -> Result<Vec<Resource>> {
+        let functions = self
+            .client
+            .list_functions()
+            .max_items(LIST_PAGE)
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| Error::from_sdk("lambda:ListFunctions", e))?;
+        // Functions outside a VPC have no subnets and nothing to evacuate.
+        Ok(functions
+            .into_iter()
+            .filter(|f| f.vpc_config().is_some_and(|v| !v.subnet_ids().is_empty()))
+            .map(to_resource)
+            .collect())
+    }
+
+    async fn read(&self, ids: &[String]) -> Result<BTreeMap<String, Resource>> {
+        // No batch read exists: a few at a time.
+        let mut found = BTreeMap::new();
+        for chunk in ids.chunks(READ_CONCURRENCY) {
+            let got = futures::future::try_join_all(chunk.iter().map(|arn| self.get(arn))).await?;
+            found.extend(got.into_iter().flatten().map(|r| (r.id.clone(), r)));
+        }
+        Ok(found)
+    }
+
+    async fn apply(&self, resource: &Resource, subnets: &[String]) -> Result<()> {
+        let detail: Detail = serde_json::from_value(resource.detail.clone()).unwrap_or_default();
+        if detail.update_in_progress {
+            self.wait_until_updated(&resource.id).await?;
+        }
+        let vpc = VpcConfig::builder()
+            .set_subnet_ids(Some(subnets.to_vec()))
+            .set_security_group_ids(Some(detail.security_groups.clone()))
+            .set_ipv6_allowed_for_dual_stack(detail.ipv6_allowed_for_dual_stack)
+            .build();
+        let update = || {
+            self.client
+                .update_function_configuration()
+                .function_name(&resource.id)
+                .vpc_config(vpc.clone())
+                .set_revision_id(detail.revision_id.clone())
+                .send()
+        };
+        let backoff = ExponentialBuilder::default()
+            .with_min_delay(self.conflict_backoff)
+            .with_max_delay(self.conflict_backoff * 16)
+            .with_max_times(CONFLICT_TRIES - 1);
+        let out = update
+            .retry(backoff)
+            .sleep(tokio::time::sleep)
+            .when(|e| e.as_service_error().is_some_and(|e| e.is_resource_conflict_exception()))
+            .notify(|_, delay| {
+                tracing::info!(function = %resource.id, ?delay, "function is locked by another update; retrying")
+            })
+            .await
+            .map_err(|e| {
+                if e.as_service_error().is_some_and(|e| e.is_precondition_failed_exception()) {
+                    Error::ChangedSincePlan {
+                        resource: resource.name.clone(),
+                        source: Box::new(e),
+                    }
+                } else {
+                    Error::from_sdk("lambda:UpdateFunctionConfiguration", e)
+                }
+            })?;
+        if out.last_update_status() == Some(&LastUpdateStatus::InProgress) {
+            self.wait_until_updated(&resource.id).await?;
+        }
+        Ok(())
+    }
+
+    async fn inspect(&self, resources: &mut [Resource], want_tags: bool) -> Result<()> {
+        for resource in resources.iter_mut() {
+            let aliases = self
+                .client
+                .list_aliases()
+                .function_name(&resource.name)
+                .into_paginator()
+                .items()
+                .send()
+                .try_collect()
+                .await
+                .map_err(|e| Error::from_sdk("lambda:ListAliases", e))?;
+            let pinned: Vec<String> = aliases
+                .iter()
+                .filter(|a| a.function_version().is_some_and(|v| v != "$LATEST"))
+                .map(|a| {
+                    format!(
+                        "{} -> {}",
+                        a.name().unwrap_or_default(),
+                        a.function_version().unwrap_or_default()
+                    )
+                })
+                .collect();
+            if !pinned.is_empty() {
+                resource.notes.push(format!(
+                    "{}: aliases on published versions keep the old network configuration ({})",
+                    resource.name,
+                    pinned.join(", ")
+                ));
+            }
+            if want_tags {
+                let out = self
+                    .client
+                    .list_tags()
+                    .resource(&resource.id)
+                    .send()
+                    .await
+                    .map_err(|e| Error::from_sdk("lambda:ListTags", e))?;
+                resource.tags = out.tags().map(|t| t.clone().into_iter().collect()).unwrap_or_default();
+            }
+        }
+        Ok(())
+    }
+}
+
+fn to_resource(function: FunctionConfiguration) -> Resource {
+    let vpc = function
+        .vpc_config()
+        .cloned()
+        .unwrap_or_else(|| VpcConfigResponse::builder().build());
+    let detail = Detail {
+        security_groups: vpc.security_group_ids().to_vec(),
+        ipv6_allowed_for_dual_stack: vpc.ipv6_allowed_for_dual_stack(),
+        revision_id: function.revision_id().map(str::to_owned),
+        update_in_progress: function.last_update_status() == Some(&LastUpdateStatus::InProgress),
+    };
+    Resource {
+        resource_type: TYPE,
+        id: function.function_arn().unwrap_or_default().to_owned(),
+        name: function.function_name().unwrap_or_default().to_owned(),
+        subnets: vpc.subnet_ids().to_vec(),
+        tags: BTreeMap::new(),
+        unsupported: None,
+        notes: vec!["only $LATEST changes: published versions are immutable".to_owned()],
+        detail: serde_json::to_value(detail).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_lambda::operation::get_function::GetFunctionOutput;
+    use aws_sdk_lambda::operation::list_functions::ListFunctionsOutput;
+    use aws_sdk_lambda::operation::update_function_configuration::{
+        UpdateFunctionConfigurationError, UpdateFunctionConfigurationOutput,
+    };
+    use aws_sdk_lambda::types::error::{PreconditionFailedException, ResourceConflictException};
+    use aws_smithy_mocks::{mock, mock_client, RuleMode};
+
+    fn function(name: &str, subnets: &[&str]) -> FunctionConfiguration {
+        let mut vpc = VpcConfigResponse::builder()
+            .security_group_ids("sg-1")
+            .ipv6_allowed_for_dual_stack(true);
+        for s in subnets {
+            vpc = vpc.subnet_ids(*s);
+        }
+        FunctionConfiguration::builder()
+            .function_name(name)
+            .function_arn(format!("arn:aws:lambda:us-east-1:123456789012:function:{name}"))
+            .revision_id("rev-1")
+            .vpc_config(vpc.build())
+            .build()
+    }
+
+    fn resource(in_progress: bool) -> Resource {
+        let mut f = function("fn", &["subnet-a", "subnet-b"]);
+        if in_progress {
+            f.last_update_status = Some(LastUpdateStatus::InProgress);
+        }
+        to_resource(f)
+    }
+
+    #[tokio::test]
+    async fn discovery_pages_and_leaves_out_functions_without_a_vpc() {
+        let page1 = mock!(aws_sdk_lambda::Client::list_functions)
+            .match_requests(|r| r.marker().is_none())
+            .then_output(|| {
+                ListFunctionsOutput::builder()
+                    .functions(function("in-vpc", &["subnet-a"]))
+                    .functions(FunctionConfiguration::builder().function_name("no-vpc").build())
+                    .next_marker("m2")
+                    .build()
+            });
+        let page2 = mock!(aws_sdk_lambda::Client::list_functions)
+            .match_requests(|r| r.marker() == Some("m2"))
+            .then_output(|| {
+                ListFunctionsOutput::builder()
+                    .functions(function("second", &["subnet-b"]))
+                    .build()
+            });
+        let client = mock_client!(aws_sdk_lambda, RuleMode::MatchAny, [&page1, &page2]);
+        let found = Lambda::new(client).discover().await.expect("discover");
+        let names: Vec<&str> = found.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["in-vpc", "second"]);
+    }
+
+    /// ResourceConflictException (another update holds the function) is retried, bounded; the update
+    /// keeps the security groups, the IPv6 setting and the RevisionId.
+    #[tokio::test]
+    async fn a_locked_function_is_retried_then_updated() {
+        let update = mock!(aws_sdk_lambda::Client::update_function_configuration)
+            .match_requests(|r| {
+                let vpc = r.vpc_config().expect("vpc config");
+                r.revision_id() == Some("rev-1")
+                    && vpc.subnet_ids() == ["subnet-a"]
+                    && vpc.security_group_ids() == ["sg-1"]
+                    && vpc.ipv6_allowed_for_dual_stack() == Some(true)
+            })
+            .sequence()
+            .error(|| {
+                UpdateFunctionConfigurationError::ResourceConflictException(
+                    ResourceConflictException::builder()
+                        .message("update in progress")
+                        .build(),
+                )
+            })
+            .times(2)
+            .output(|| UpdateFunctionConfigurationOutput::builder().build())
+            .build();
+        let client = mock_client!(aws_sdk_lambda, RuleMode::MatchAny, [&update]);
+        let plugin = Lambda::new(client).with_conflict_backoff(Duration::from_millis(1));
+        plugin
+            .apply(&resource(false), &["subnet-a".into()])
+            .await
+            .expect("third try succeeds");
+        assert_eq!(update.num_calls(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_function_that_stays_locked_fails_after_bounded_tries() {
+        let update = mock!(aws_sdk_lambda::Client::update_function_configuration)
+            .sequence()
+            .error(|| {
+                UpdateFunctionConfigurationError::ResourceConflictException(
+                    ResourceConflictException::builder()
+                        .message("update in progress")
+                        .build(),
+                )
+            })
+            .repeatedly()
+            .build();
+        let client = mock_client!(aws_sdk_lambda, RuleMode::MatchAny, [&update]);
+        let plugin = Lambda::new(client).with_conflict_backoff(Duration::from_millis(1));
+        let err = plugin
+            .apply(&resource(false), &["subnet-a".into()])
+            .await
+            .expect_err("gives up");
+        assert_eq!(update.num_calls(), CONFLICT_TRIES);
+        assert!(
+            crate::commands::describe(&err).contains("ResourceConflictException"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_concurrent_change_is_detected_not_overwritten() {
+        let update = mock!(aws_sdk_lambda::Client::update_function_configuration).then_error(|| {
+            UpdateFunctionConfigurationError::PreconditionFailedException(
+                PreconditionFailedException::builder()
+                    .message("revision mismatch")
+                    .build(),
+            )
+        });
+        let client = mock_client!(aws_sdk_lambda, RuleMode::MatchAny, [&update]);
+        let err = Lambda::new(client)
+            .apply(&resource(false), &["subnet-a".into()])
+            .await
+            .expect_err("refused");
+        assert!(
+            err.to_string().contains("changed by someone else since the plan"),
+            "{err}"
+        );
+        assert_eq!(update.num_calls(), 1, "a precondition failure is not retried");
+    }
+
+    /// A function whose update is in progress is waited for before and after the change.
+    #[tokio::test]
+    async fn waits_while_an_update_is_in_progress() {
+        let status = |s: LastUpdateStatus| {
+            GetFunctionOutput::builder()
+                .configuration(FunctionConfiguration::builder().last_update_status(s).build())
+                .build()
+        };
+        let get = mock!(aws_sdk_lambda::Client::get_function)
+            .sequence()
+            .output(move || status(LastUpdateStatus::InProgress))
+            .output(move || status(LastUpdateStatus::Successful))
+            .output(move || status(LastUpdateStatus::Successful))
+            .build();
+        let update = mock!(aws_sdk_lambda::Client::update_function_configuration).then_output(|| {
+            UpdateFunctionConfigurationOutput::builder()
+                .last_update_status(LastUpdateStatus::InProgress)
+                .build()
+        });
+        let client = mock_client!(aws_sdk_lambda, RuleMode::MatchAny, [&get, &update]);
+        Lambda::new(client)
+            .apply(&resource(true), &["subnet-a".into()])
+            .await
+            .expect("updated");
+        assert_eq!(update.num_calls(), 1);
+        assert_eq!(
+            get.num_calls(),
+            3,
+            "polled until Successful before, and once after the update"
+        );
+    }
+}
