@@ -125,6 +125,16 @@ pub enum Error {
         source: BoxError,
     },
 
+    /// The region's Availability Zones could not be listed: almost always a wrong region or endpoint.
+    #[error("cannot list the Availability Zones of region {region:?}: check --region / AWS_REGION and --endpoint-url")]
+    WrongRegion {
+        /// The region that was asked.
+        region: String,
+        /// The service's error.
+        #[source]
+        source: BoxError,
+    },
+
     /// Any other failed AWS call.
     #[error("{operation} failed")]
     Aws {
@@ -157,7 +167,8 @@ impl Error {
             | Error::TableMissing { .. }
             | Error::AccessDenied { .. }
             | Error::NoCredentials { .. }
-            | Error::Unreachable { .. } => 2,
+            | Error::Unreachable { .. }
+            | Error::WrongRegion { .. } => 2,
             _ => 1,
         }
     }

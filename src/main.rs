@@ -12,7 +12,12 @@ async fn main() {
     let code = match commands::run(&cli).await {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("azevac: error: {}", commands::describe(&err));
+            // One line, whatever the SDK's own messages look like: the operator greps for it.
+            let message = commands::describe(&err)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            eprintln!("azevac: error: {message}");
             err.exit_code()
         }
     };

@@ -40,12 +40,18 @@ impl Zones {
 
     /// Read the region's zones that this account can use.
     pub async fn load(ec2: &aws_sdk_ec2::Client, region: &str) -> Result<Self> {
-        let out = ec2
-            .describe_availability_zones()
-            .send()
-            .await
-            .map_err(|e| Error::from_sdk("ec2:DescribeAvailabilityZones", e))?;
-        let zones = out
+        let out = ec2.describe_availability_zones().send().await.map_err(|e| {
+            match Error::from_sdk("ec2:DescribeAvailabilityZones", e) {
+                // The first call of every command: an answer that makes no sense means a wrong
+                // region or endpoint far more often than a broken service.
+                Error::Aws { source, .. } => Error::WrongRegion {
+                    region: region.to_owned(),
+                    source,
+                },
+                other => other,
+            }
+        })?;
+        let zones: Vec<Zone> = out
             .availability_zones()
             .iter()
             .filter_map(|z| {
@@ -55,6 +61,11 @@ impl Zones {
                 })
             })
             .collect();
+        if zones.is_empty() {
+            return Err(Error::BadInput(format!(
+                "region {region} shows no Availability Zones to this account: check --region / AWS_REGION"
+            )));
+        }
         Ok(Zones::new(region, zones))
     }
 

@@ -4,6 +4,7 @@
 
 pub mod estate;
 pub mod moto;
+pub mod proxy;
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::{Command, Stdio};
@@ -67,23 +68,66 @@ impl Run {
 
 /// Run the real `azevac` binary against this moto server, with no terminal on stdin.
 pub fn azevac(moto: &Moto, args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_azevac"))
-        .args(args)
-        .env("AWS_ENDPOINT_URL", &moto.endpoint)
+    azevac_at(&moto.endpoint, args, &[])
+}
+
+/// The `azevac` command, pointed at `endpoint` (moto, or a proxy in front of it), with `env` on top
+/// (a value of `None` removes the variable).
+pub fn command(endpoint: &str, args: &[&str], env: &[(&str, Option<&str>)]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_azevac"));
+    cmd.args(args)
+        .env("AWS_ENDPOINT_URL", endpoint)
         .env("AWS_ACCESS_KEY_ID", "testing")
         .env("AWS_SECRET_ACCESS_KEY", "testing")
         .env("AWS_REGION", REGION)
         .env_remove("AWS_PROFILE")
         .env_remove("AZEVAC_TABLE")
         .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run azevac");
+        .env_remove("AWS_MAX_ATTEMPTS")
+        .env_remove("AWS_RETRY_MODE")
+        .stdin(Stdio::null());
+    for (key, value) in env {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    cmd
+}
+
+/// Run `azevac` against `endpoint` with extra environment, and wait for it.
+pub fn azevac_at(endpoint: &str, args: &[&str], env: &[(&str, Option<&str>)]) -> Run {
+    let out = command(endpoint, args, env).output().expect("run azevac");
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// The whole live estate: groups, services, functions.
+pub type Snapshot = (
+    BTreeMap<String, Vec<String>>,
+    BTreeMap<String, (Vec<String>, Vec<String>, String)>,
+    BTreeMap<String, (Vec<String>, Vec<String>)>,
+);
+
+/// The estate with every subnet list sorted: for comparisons where only membership matters.
+pub fn unordered(snapshot: &Snapshot) -> Snapshot {
+    let mut s = snapshot.clone();
+    s.0.values_mut().for_each(|v| v.sort());
+    s.1.values_mut().for_each(|v| v.0.sort());
+    s.2.values_mut().for_each(|v| v.0.sort());
+    s
+}
+
+/// Read the whole live estate.
+pub async fn snapshot(sdk: &SdkConfig) -> Snapshot {
+    (
+        live_groups(sdk).await,
+        live_services(sdk).await,
+        live_functions(sdk).await,
+    )
 }
 
 /// Every Auto Scaling group's subnets, by name, as the service reports them now.

@@ -50,6 +50,27 @@ impl Moto {
     }
 }
 
+impl Moto {
+    /// Forget every resource (`POST /moto-api/reset`), for tests that loop over fresh estates.
+    pub fn reset(&self) {
+        let port: u16 = self
+            .endpoint
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("port");
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to moto");
+        stream
+            .write_all(
+                b"POST /moto-api/reset HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            )
+            .expect("reset");
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 200"), "moto reset: {answer}");
+    }
+}
+
 impl Drop for Moto {
     fn drop(&mut self) {
         let _ = self.child.kill();

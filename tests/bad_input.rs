@@ -1,0 +1,138 @@
+//! Bad input and a bad environment (issue 5, item 6): each case gets one clear line on stderr that
+//! says what to do, the right exit code, and no change anywhere (not even the journal table).
+//!
+//! | case                                   | exit | the line says                                 |
+//! |----------------------------------------|------|-----------------------------------------------|
+//! | unknown AZ ID (evacuate, recover, status) | 2 | the region's valid AZ IDs with their names     |
+//! | an AZ name instead of an ID            | 2    | the name's AZ ID, and the valid IDs           |
+//! | unknown `--type`                       | 2    | the possible values                           |
+//! | malformed `--tag`                      | 2    | expected KEY=VALUE                            |
+//! | no `--yes` and no terminal             | 2    | pass --yes, or --dry-run                      |
+//! | recover / status without a table       | 2    | run `azevac init`                             |
+//! | wrong region                           | 2    | check --region                                |
+//! | no credentials                         | 2    | set AWS_PROFILE or the key variables          |
+//! | access denied                          | 2    | the denied action, and the IAM policy         |
+//! | endpoint unreachable                   | 2    | check --region / --endpoint-url               |
+//! | empty estate                           | 0    | nothing to do                                 |
+//! | an AZ with nothing in it               | 0    | nothing to do                                 |
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::estate::{self, AsgSpec, Spec, VpcSpec};
+use common::proxy::{FailRule, Fault, Faults, Proxy};
+use common::{azevac, azevac_at, live_groups, table_exists, Moto, Run, ZONE};
+
+fn estate() -> Spec {
+    Spec {
+        vpcs: vec![VpcSpec {
+            name: "main".into(),
+            cidr: "10.70.0.0/16".into(),
+            zones: ["use1-az1", "use1-az2"].iter().map(|z| z.to_string()).collect(),
+        }],
+        auto_scaling_groups: vec![AsgSpec {
+            name: "web".into(),
+            vpc: "main".into(),
+            zones: vec!["use1-az1".into(), "use1-az2".into()],
+            desired: 0,
+            tags: BTreeMap::new(),
+        }],
+        ..Spec::default()
+    }
+}
+
+/// Exit 2 and exactly one `azevac: error:` line on stderr that contains `says`.
+fn refused(run: Run, says: &str) {
+    let run = run.expect_code(2);
+    let errors: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("azevac: error:") || l.starts_with("error:"))
+        .collect();
+    assert_eq!(errors.len(), 1, "one error line: {}", run.stderr);
+    assert!(run.stderr.contains(says), "expected {says:?} in: {}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_bad_input_is_refused_with_one_line_and_changes_nothing() {
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    estate::seed(&sdk, &estate()).await;
+    let before = live_groups(&sdk).await;
+    let valid = "valid AZ IDs: use1-az1 (us-east-1b), use1-az2 (us-east-1c), use1-az3 (us-east-1e)";
+
+    refused(azevac(&moto, &["evacuate", "--az-id", "use1-az9", "--yes"]), valid);
+    refused(azevac(&moto, &["recover", "--az-id", "use1-az9", "--yes"]), valid);
+    refused(azevac(&moto, &["status", "--az-id", "use1-az9"]), valid);
+    refused(
+        azevac(&moto, &["evacuate", "--az-id", "us-east-1c", "--yes"]),
+        "its AZ ID is use1-az2",
+    );
+    refused(
+        azevac(&moto, &["evacuate", "--az-id", ZONE, "--type", "rds", "--yes"]),
+        "possible values: asg, ecs, lambda",
+    );
+    refused(
+        azevac(&moto, &["evacuate", "--az-id", ZONE, "--tag", "team", "--yes"]),
+        "expected KEY=VALUE",
+    );
+    refused(
+        azevac(&moto, &["evacuate", "--az-id", ZONE]),
+        "pass --yes to go ahead, or --dry-run",
+    );
+    refused(azevac(&moto, &["recover", "--yes"]), "azevac init");
+    refused(azevac(&moto, &["status"]), "azevac init");
+    // These two are retried as transient by the SDK (8 attempts by default, ~30 s): fewer here.
+    let few_tries = [("AWS_MAX_ATTEMPTS", Some("2"))];
+    let wrong_region = ["--region", "xx-nowhere-1", "evacuate", "--az-id", ZONE, "--yes"];
+    refused(azevac_at(&moto.endpoint, &wrong_region, &few_tries), "check --region");
+    refused(
+        azevac_at(
+            &moto.endpoint,
+            &["evacuate", "--az-id", ZONE, "--yes"],
+            &[
+                ("AWS_ACCESS_KEY_ID", None),
+                ("AWS_SECRET_ACCESS_KEY", None),
+                ("AWS_CONFIG_FILE", Some("/nonexistent")),
+                ("AWS_SHARED_CREDENTIALS_FILE", Some("/nonexistent")),
+                ("AWS_EC2_METADATA_DISABLED", Some("true")),
+            ],
+        ),
+        "no usable AWS credentials",
+    );
+    refused(
+        azevac_at("http://127.0.0.1:1", &["status"], &few_tries),
+        "cannot reach the AWS endpoint",
+    );
+
+    let proxy = Proxy::start(&moto.endpoint);
+    proxy.set(Faults {
+        rules: vec![FailRule {
+            label: "ec2:DescribeAvailabilityZones".into(),
+            body_contains: String::new(),
+            fault: Fault::AccessDenied,
+        }],
+        ..Faults::default()
+    });
+    refused(
+        azevac_at(&proxy.endpoint, &["evacuate", "--az-id", ZONE, "--yes"], &[]),
+        "access denied for ec2:DescribeAvailabilityZones",
+    );
+
+    assert_eq!(live_groups(&sdk).await, before, "nothing changed");
+    assert!(!table_exists(&sdk).await, "nothing written");
+}
+
+#[tokio::test]
+async fn an_empty_estate_or_an_empty_zone_has_nothing_to_do() {
+    let moto = Moto::start();
+    let empty = azevac(&moto, &["evacuate", "--az-id", ZONE, "--yes"]).expect_code(0);
+    assert!(empty.stdout.contains("nothing to do"), "{}", empty.stdout);
+
+    let sdk = common::sdk(&moto).await;
+    estate::seed(&sdk, &estate()).await;
+    let quiet_zone = azevac(&moto, &["evacuate", "--az-id", "use1-az5", "--yes"]).expect_code(0);
+    assert!(quiet_zone.stdout.contains("nothing to do"), "{}", quiet_zone.stdout);
+    assert!(!table_exists(&sdk).await, "nothing to do writes nothing");
+}

@@ -1,0 +1,311 @@
+//! A fault-injecting HTTP proxy between azevac and moto: it counts and names every AWS call, and on
+//! request adds latency, answers throttling / 5xx / access-denied errors in each protocol's own
+//! format, drops connections, fails chosen calls, or SIGKILLs the azevac process at the Nth call.
+//! It runs on its own thread and runtime, so tests can block on the binary while it serves.
+
+use std::net::SocketAddr;
+use std::process::Child;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+/// When, relative to forwarding the Nth call, the process is killed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillWhen {
+    /// Before the call reaches AWS: it never happens.
+    BeforeForward,
+    /// After AWS did it, before the process hears back.
+    AfterForward,
+}
+
+/// An error to answer instead of forwarding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The service's throttling error (ThrottlingException, RequestLimitExceeded, Throttling...).
+    Throttle,
+    /// HTTP 500 InternalFailure.
+    ServerError,
+    /// HTTP 503 ServiceUnavailable.
+    Unavailable,
+    /// Access denied, in the service's words.
+    AccessDenied,
+    /// Close the connection without an answer.
+    Drop,
+}
+
+/// A call that always fails: matched by its label (`service:Action`) and a substring of its body.
+#[derive(Debug, Clone)]
+pub struct FailRule {
+    /// `autoscaling:UpdateAutoScalingGroup`, `dynamodb:PutItem`...
+    pub label: String,
+    /// Only calls whose body contains this (empty: all).
+    pub body_contains: String,
+    /// What to answer.
+    pub fault: Fault,
+}
+
+/// What the proxy does to the calls it sees.
+#[derive(Debug, Clone, Default)]
+pub struct Faults {
+    /// Share of calls (0.0 to 1.0) answered with a random one of `random_faults`.
+    pub share: f64,
+    /// The faults drawn from for `share`.
+    pub random_faults: Vec<Fault>,
+    /// Calls that always fail.
+    pub rules: Vec<FailRule>,
+    /// Added to every call.
+    pub latency: Duration,
+    /// Kill the registered process at this call number (1-based).
+    pub kill_at: Option<(usize, KillWhen)>,
+}
+
+#[derive(Default)]
+struct State {
+    faults: Faults,
+    calls: Vec<String>,
+    injected: usize,
+    rng: u64,
+    child: Option<Arc<Mutex<Child>>>,
+    killed: bool,
+}
+
+/// A running proxy.
+pub struct Proxy {
+    /// `http://127.0.0.1:PORT`: point AWS_ENDPOINT_URL here.
+    pub endpoint: String,
+    state: Arc<Mutex<State>>,
+}
+
+impl Proxy {
+    /// Start a proxy in front of `upstream` (a moto endpoint).
+    pub fn start(upstream: &str) -> Proxy {
+        let state = Arc::new(Mutex::new(State {
+            rng: 0x2545_F491_4F6C_DD1D,
+            ..State::default()
+        }));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let upstream = upstream.to_owned();
+        let shared = state.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("proxy runtime");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+                tx.send(listener.local_addr().expect("addr")).expect("send addr");
+                let client: Client<_, Body> = Client::builder(TokioExecutor::new()).build_http();
+                let app = axum::Router::new().fallback(move |req: Request<Body>| {
+                    let (state, client, upstream) = (shared.clone(), client.clone(), upstream.clone());
+                    async move { handle(state, client, &upstream, req).await }
+                });
+                axum::serve(listener, app).await.expect("serve");
+            });
+        });
+        let addr: SocketAddr = rx.recv().expect("proxy address");
+        Proxy {
+            endpoint: format!("http://{addr}"),
+            state,
+        }
+    }
+
+    /// Replace the faults, and forget the calls seen so far.
+    pub fn set(&self, faults: Faults) {
+        let mut state = self.state.lock().expect("state");
+        state.faults = faults;
+        state.calls.clear();
+        state.injected = 0;
+        state.killed = false;
+    }
+
+    /// The process to SIGKILL at `kill_at`.
+    pub fn watch(&self, child: Arc<Mutex<Child>>) {
+        self.state.lock().expect("state").child = Some(child);
+    }
+
+    /// The calls seen since the last `set`, as `service:Action`.
+    pub fn calls(&self) -> Vec<String> {
+        self.state.lock().expect("state").calls.clone()
+    }
+
+    /// How many faults were injected since the last `set`.
+    pub fn injected(&self) -> usize {
+        self.state.lock().expect("state").injected
+    }
+
+    /// Whether the watched process was killed since the last `set`.
+    pub fn killed(&self) -> bool {
+        self.state.lock().expect("state").killed
+    }
+}
+
+/// What one call gets.
+enum Decision {
+    Forward { kill_after: bool },
+    Answer(Fault),
+}
+
+async fn handle(
+    state: Arc<Mutex<State>>,
+    client: Client<hyper_util::client::legacy::connect::HttpConnector, Body>,
+    upstream: &str,
+    req: Request<Body>,
+) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let service = service_of(&parts.headers);
+    let label = format!("{service}:{}", action_of(&parts.headers, parts.uri.path(), &text));
+
+    let (decision, latency) = {
+        let mut st = state.lock().expect("state");
+        st.calls.push(label.clone());
+        let n = st.calls.len();
+        let latency = st.faults.latency;
+        let decision = match st.faults.kill_at {
+            Some((at, when)) if at == n => {
+                if when == KillWhen::BeforeForward {
+                    kill(&mut st);
+                    Decision::Answer(Fault::Drop)
+                } else {
+                    Decision::Forward { kill_after: true }
+                }
+            }
+            _ => {
+                let rule = st
+                    .faults
+                    .rules
+                    .iter()
+                    .find(|r| r.label == label && text.contains(&r.body_contains))
+                    .map(|r| r.fault);
+                let draw = next_random(&mut st.rng);
+                let random = (draw < st.faults.share && !st.faults.random_faults.is_empty()).then(|| {
+                    let pick = (next_random(&mut st.rng) * st.faults.random_faults.len() as f64) as usize;
+                    st.faults.random_faults[pick.min(st.faults.random_faults.len() - 1)]
+                });
+                match rule.or(random) {
+                    Some(fault) => {
+                        st.injected += 1;
+                        Decision::Answer(fault)
+                    }
+                    None => Decision::Forward { kill_after: false },
+                }
+            }
+        };
+        (decision, latency)
+    };
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    match decision {
+        Decision::Answer(fault) => error_response(&service, fault),
+        Decision::Forward { kill_after } => {
+            let uri = format!(
+                "{upstream}{}",
+                parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/")
+            );
+            let mut forward = Request::builder().method(parts.method.clone()).uri(uri);
+            for (name, value) in &parts.headers {
+                forward = forward.header(name, value);
+            }
+            let forwarded = client.request(forward.body(Body::from(bytes)).expect("request")).await;
+            let response = match forwarded {
+                Ok(resp) => {
+                    let (p, b) = resp.into_parts();
+                    let body = b.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                    Response::from_parts(p, Body::from(body))
+                }
+                Err(_) => error_response(&service, Fault::Unavailable),
+            };
+            if kill_after {
+                kill(&mut state.lock().expect("state"));
+                return error_response(&service, Fault::Drop);
+            }
+            response
+        }
+    }
+}
+
+fn kill(state: &mut State) {
+    if let Some(child) = &state.child {
+        let _ = child.lock().expect("child").kill();
+        state.killed = true;
+    }
+}
+
+/// xorshift64*: deterministic, so a failing run can be replayed.
+fn next_random(seed: &mut u64) -> f64 {
+    *seed ^= *seed >> 12;
+    *seed ^= *seed << 25;
+    *seed ^= *seed >> 27;
+    (seed.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The signing name from `Authorization: AWS4-HMAC-SHA256 Credential=KEY/DATE/REGION/SERVICE/aws4_request`.
+fn service_of(headers: &HeaderMap) -> String {
+    headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split("Credential=").nth(1))
+        .and_then(|c| c.split('/').nth(3))
+        .unwrap_or("unknown")
+        .to_owned()
+}
+
+/// The operation: `Action=` of query protocols, `X-Amz-Target` of JSON ones, the path of REST ones.
+fn action_of(headers: &HeaderMap, path: &str, body: &str) -> String {
+    if let Some(target) = headers.get("x-amz-target").and_then(|v| v.to_str().ok()) {
+        return target.rsplit('.').next().unwrap_or(target).to_owned();
+    }
+    if let Some(action) = body.split('&').find_map(|kv| kv.strip_prefix("Action=")) {
+        return action.to_owned();
+    }
+    path.to_owned()
+}
+
+/// An error in the wire format of the service's protocol, so the SDK parses it as AWS would send it.
+fn error_response(service: &str, fault: Fault) -> Response<Body> {
+    let (status, code) = match (fault, service) {
+        (Fault::Drop, _) => {
+            // Closing without an answer: an empty 502 is what a dropped upstream looks like to a client.
+            return Response::builder()
+                .status(StatusCode::BAD_GATEWAY)
+                .header("connection", "close")
+                .body(Body::empty())
+                .expect("response");
+        }
+        (Fault::Throttle, "ec2") => (503, "RequestLimitExceeded"),
+        (Fault::Throttle, "autoscaling" | "sts") => (400, "Throttling"),
+        (Fault::Throttle, "lambda") => (429, "TooManyRequestsException"),
+        (Fault::Throttle, _) => (400, "ThrottlingException"),
+        (Fault::ServerError, _) => (500, "InternalFailure"),
+        (Fault::Unavailable, _) => (503, "ServiceUnavailable"),
+        (Fault::AccessDenied, "ec2") => (403, "UnauthorizedOperation"),
+        (Fault::AccessDenied, "dynamodb" | "ecs") => (400, "AccessDeniedException"),
+        (Fault::AccessDenied, _) => (403, "AccessDenied"),
+    };
+    let message = "injected by the azevac test proxy";
+    let (content_type, body) = match service {
+        "ec2" => (
+            "text/xml",
+            format!("<Response><Errors><Error><Code>{code}</Code><Message>{message}</Message></Error></Errors><RequestID>proxy</RequestID></Response>"),
+        ),
+        "autoscaling" | "sts" => (
+            "text/xml",
+            format!("<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error><RequestId>proxy</RequestId></ErrorResponse>"),
+        ),
+        _ => ("application/x-amz-json-1.0", format!(r#"{{"__type":"{code}","message":"{message}"}}"#)),
+    };
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .header("x-amzn-errortype", code)
+        .body(Body::from(body))
+        .expect("response")
+}
