@@ -96,6 +96,18 @@ pub struct Wait {
     pub wait_timeout: std::time::Duration,
 }
 
+/// How to reach Kubernetes clusters (the `eks` type), shared by evacuate and recover.
+#[derive(Debug, Args)]
+pub struct KubeAccess {
+    /// Kube context of a cluster whose nodes azevac acts on (repeatable, one cluster each). Without
+    /// one, the eks type is left out with a notice.
+    #[arg(long = "kube-context", value_name = "CONTEXT")]
+    pub contexts: Vec<String>,
+    /// Kubeconfig file (default: KUBECONFIG, then ~/.kube/config); exec auth (`aws eks get-token`) works.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<std::path::PathBuf>,
+}
+
 /// `azevac evacuate`.
 #[derive(Debug, Args)]
 pub struct Evacuate {
@@ -120,6 +132,17 @@ pub struct Evacuate {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub wait: Wait,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub kube: KubeAccess,
+    /// What to do to the zone's Kubernetes nodes: noexecute (taint; evicts running pods, ignoring
+    /// PodDisruptionBudgets), noschedule (taint + cordon; running pods stay), drain (cordon + evict
+    /// through the Eviction API, respecting PodDisruptionBudgets).
+    #[arg(long, value_enum, default_value_t = crate::plugins::eks::Mode::Noexecute)]
+    pub k8s_mode: crate::plugins::eks::Mode,
+    /// How long `--k8s-mode drain` retries evictions a PodDisruptionBudget refuses, per node.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
+    pub drain_timeout: std::time::Duration,
     /// Why, recorded in every journal record this run writes (e.g. an incident ticket).
     #[arg(long, value_name = "TEXT")]
     pub reason: Option<String>,
@@ -143,6 +166,9 @@ pub struct Recover {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub wait: Wait,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub kube: KubeAccess,
 }
 
 /// `azevac status`.

@@ -135,6 +135,16 @@ pub enum Error {
         source: BoxError,
     },
 
+    /// A Kubernetes API call failed.
+    #[error("kubernetes: {operation} failed")]
+    Kube {
+        /// The call.
+        operation: &'static str,
+        /// kube's error.
+        #[source]
+        source: BoxError,
+    },
+
     /// Any other failed AWS call.
     #[error("{operation} failed")]
     Aws {

@@ -69,6 +69,8 @@ pub struct Record {
     pub resource_name: Option<String>,
     /// The resource's subnets before azevac first touched it.
     pub original_subnets: Vec<String>,
+    /// What else azevac did to the resource (Kubernetes nodes: `taint:KEY=VALUE:EFFECT`, `cordon`).
+    pub actions: Vec<String>,
     /// The azevac run that last wrote the record.
     pub run_id: Option<String>,
     /// The STS caller ARN that last wrote it.
@@ -286,6 +288,7 @@ impl Journal {
         az_id: &str,
         resource: &Resource,
         removed: &[String],
+        actions: &[String],
         existing: Option<&Record>,
         audit: &Audit,
     ) -> Result<Record> {
@@ -300,6 +303,7 @@ impl Journal {
                 version: 1,
                 resource_name: Some(resource.name.clone()),
                 original_subnets: resource.subnets.clone(),
+                actions: actions.to_vec(),
                 run_id: Some(audit.run_id.clone()),
                 evacuated_by: Some(audit.caller.clone()),
                 reason: audit.reason.clone(),
@@ -318,13 +322,13 @@ impl Journal {
                 .map_err(|e| self.map_write_err("dynamodb:PutItem", az_id, &resource.id, e))?;
             return Ok(record);
         };
-        let mut merged = existing.removed_subnets.clone();
-        merged.extend(
-            removed
-                .iter()
-                .filter(|s| !existing.removed_subnets.contains(s))
-                .cloned(),
-        );
+        let union = |old: &[String], new: &[String]| {
+            let mut all = old.to_vec();
+            all.extend(new.iter().filter(|s| !old.contains(s)).cloned());
+            all
+        };
+        let merged = union(&existing.removed_subnets, removed);
+        let merged_actions = union(&existing.actions, actions);
         // The reason of an earlier run stays unless this run gives one.
         let set_reason = if audit.reason.is_some() { ", reason = :why" } else { "" };
         let mut update = self
@@ -334,13 +338,14 @@ impl Journal {
             .key(PK, s(az_id))
             .key(SK, s(&resource.id))
             .update_expression(format!(
-                "SET removed_subnets = :removed, #state = :state, #version = :next, updated_at = :now, \
-                 run_id = :run, evacuated_by = :who, azevac_version = :ver{set_reason}"
+                "SET removed_subnets = :removed, actions = :actions, #state = :state, #version = :next, \
+                 updated_at = :now, run_id = :run, evacuated_by = :who, azevac_version = :ver{set_reason}"
             ))
             .condition_expression("#version = :expected")
             .expression_attribute_names("#state", "state")
             .expression_attribute_names("#version", "version")
             .expression_attribute_values(":removed", list(&merged))
+            .expression_attribute_values(":actions", list(&merged_actions))
             .expression_attribute_values(":state", s(State::Intent.as_str()))
             .expression_attribute_values(":next", n(existing.version + 1))
             .expression_attribute_values(":expected", n(existing.version))
@@ -365,14 +370,19 @@ impl Journal {
         })
     }
 
-    /// Mark a record's change as made.
-    pub async fn finish(&self, record: &Record) -> Result<Record> {
+    /// Mark a record's change as made; `actions` replaces the recorded actions with what was actually
+    /// done (a node someone else cordoned meanwhile is not ours to uncordon).
+    pub async fn finish(&self, record: &Record, actions: Option<&[String]>) -> Result<Record> {
+        let actions = actions
+            .map(<[String]>::to_vec)
+            .unwrap_or_else(|| record.actions.clone());
         self.client
             .update_item()
             .table_name(&self.table)
             .key(PK, s(&record.az_id))
             .key(SK, s(&record.resource))
-            .update_expression("SET #state = :done, #version = :next, updated_at = :now")
+            .update_expression("SET #state = :done, #version = :next, updated_at = :now, actions = :actions")
+            .expression_attribute_values(":actions", list(&actions))
             .condition_expression("#version = :expected")
             .expression_attribute_names("#state", "state")
             .expression_attribute_names("#version", "version")
@@ -386,6 +396,7 @@ impl Journal {
         Ok(Record {
             state: State::Done,
             version: record.version + 1,
+            actions,
             ..record.clone()
         })
     }
@@ -470,6 +481,7 @@ fn to_item(record: &Record) -> HashMap<String, AttributeValue> {
         ("state".to_owned(), s(record.state.as_str())),
         ("version".to_owned(), n(record.version)),
         ("original_subnets".to_owned(), list(&record.original_subnets)),
+        ("actions".to_owned(), list(&record.actions)),
     ]);
     let optional = [
         ("resource_name", &record.resource_name),
@@ -505,8 +517,9 @@ fn parse(item: &HashMap<String, AttributeValue>) -> Entry {
     let resource_type = key(TYPE_ATTR).ok_or_else(|| bad(format!("{TYPE_ATTR} is missing or not a string")))?;
     let removed_subnets = string_list(item, "removed_subnets")
         .ok_or_else(|| bad("removed_subnets is missing or not a list of strings".into()))?;
-    if removed_subnets.is_empty() {
-        return Err(bad("removed_subnets is empty".into()));
+    let actions = string_list(item, "actions").unwrap_or_default();
+    if removed_subnets.is_empty() && actions.is_empty() {
+        return Err(bad("removed_subnets is empty and no actions are recorded".into()));
     }
     let state = match key("state").as_deref() {
         Some("intent") => State::Intent,
@@ -525,6 +538,7 @@ fn parse(item: &HashMap<String, AttributeValue>) -> Entry {
         version,
         resource_name: key("resource_name"),
         original_subnets: string_list(item, "original_subnets").unwrap_or_default(),
+        actions,
         run_id: key("run_id"),
         evacuated_by: key("evacuated_by"),
         reason: key("reason"),
@@ -559,6 +573,7 @@ mod tests {
             version: 3,
             resource_name: Some("web".into()),
             original_subnets: vec!["subnet-0".into(), "subnet-1".into(), "subnet-2".into()],
+            actions: vec![],
             run_id: Some("run".into()),
             evacuated_by: Some("arn:aws:iam::123456789012:user/op".into()),
             reason: None,
@@ -583,7 +598,10 @@ mod tests {
                 .contains("use1-az2/arn:aws:autoscaling:::autoScalingGroupName/web"),
             "{err}"
         );
-        assert!(err.to_string().contains("removed_subnets is empty"), "{err}");
+        assert!(
+            err.to_string().contains("removed_subnets is empty and no actions"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -53,6 +53,9 @@ pub struct Item {
     /// Subnets put back (recover).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restored_subnets: Option<Vec<String>>,
+    /// What is done to the resource besides subnets (Kubernetes nodes: taint, cordon; recover: untaint...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<String>>,
     /// The resource's subnets once the line is carried out.
     pub resulting_subnets: Vec<String>,
     /// Where the line stands.
@@ -75,8 +78,9 @@ impl Item {
     /// Whether this line changes a resource when carried out.
     pub fn changes_resource(&self) -> bool {
         self.status == Status::Planned
-            && (self.removed_subnets.as_ref().is_some_and(|s| !s.is_empty())
-                || self.restored_subnets.as_ref().is_some_and(|s| !s.is_empty()))
+            && [&self.removed_subnets, &self.restored_subnets, &self.actions]
+                .iter()
+                .any(|change| change.as_ref().is_some_and(|c| !c.is_empty()))
     }
 
     /// Mark the line done.
@@ -174,6 +178,7 @@ pub fn evacuation(
         current_subnets: resource.subnets.clone(),
         removed_subnets: Some(in_zone.clone()),
         restored_subnets: None,
+        actions: None,
         resulting_subnets: remaining.clone(),
         status: Status::Planned,
         reason: None,
@@ -218,6 +223,7 @@ pub fn recovery(
         current_subnets: Vec::new(),
         removed_subnets: None,
         restored_subnets: Some(Vec::new()),
+        actions: None,
         resulting_subnets: Vec::new(),
         status: Status::Planned,
         reason: None,
@@ -299,6 +305,7 @@ mod tests {
             version: 2,
             resource_name: Some("web".into()),
             original_subnets: vec![],
+            actions: vec![],
             run_id: None,
             evacuated_by: None,
             reason: None,

@@ -87,7 +87,11 @@ pub fn render(plan: &Plan, phase: Phase) -> String {
             .set_content_arrangement(ContentArrangement::Dynamic)
             .set_header(["TYPE", "RESOURCE", "AZ", changed, "SUBNETS AFTER", "STATUS", "REASON"]);
         for item in &plan.items {
-            let change = item.removed_subnets.as_ref().or(item.restored_subnets.as_ref());
+            let change = item
+                .removed_subnets
+                .as_ref()
+                .or(item.restored_subnets.as_ref())
+                .or(item.actions.as_ref());
             table.add_row([
                 item.resource_type.clone(),
                 item.name.clone(),

@@ -96,6 +96,11 @@ impl Zones {
         })
     }
 
+    /// The AZ ID of this account's AZ name, if the region has it.
+    pub fn id_of(&self, az_name: &str) -> Option<&str> {
+        self.zones.iter().find(|z| z.name == az_name).map(|z| z.id.as_str())
+    }
+
     /// The AZ name of an AZ ID, if the region has it.
     pub fn name_of(&self, az_id: &str) -> Option<&str> {
         self.zones.iter().find(|z| z.id == az_id).map(|z| z.name.as_str())

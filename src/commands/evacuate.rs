@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use super::{confirm, describe, execute, exit_code, settle, verify, Context, EXIT_OK};
+use super::{confirm, describe, execute, exit_code, kube_clusters, settle, verify, Context, EXIT_OK};
 use crate::cli;
 use crate::journal::{Audit, Record};
 use crate::plan::{self, Command, Filters, Item, Plan, Status};
-use crate::plugins::Plugin;
+use crate::plugins::{eks, Plugin, Resource};
 use crate::report;
 use crate::topology::{self, Zones};
 use crate::{Error, Result};
@@ -15,13 +15,28 @@ use crate::{Error, Result};
 /// Run `azevac evacuate`; returns the exit code.
 pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
     let ec2 = aws_sdk_ec2::Client::new(&ctx.sdk);
-    let zone = Zones::load(&ec2, &ctx.region).await?.resolve(&args.az_id)?;
+    let zones = Zones::load(&ec2, &ctx.region).await?;
+    let zone = zones.resolve(&args.az_id)?;
     let plugins = ctx.plugins(&args.types.types, &args.clusters);
+    let clusters = kube_clusters(&args.types.types, &args.kube).await?;
+    let kube = eks::Options {
+        mode: args.k8s_mode,
+        drain_timeout: args.drain_timeout,
+        ..eks::Options::default()
+    };
     let filters = Filters {
         tags: args.tags.clone(),
         name_prefix: args.name_prefix.clone(),
     };
-    let mut plan = make_plan(ctx, &ec2, &zone, &plugins, &filters).await?;
+    let (mut plan, records) = make_plan(ctx, &ec2, &zone, &plugins, &filters).await?;
+    // Kubernetes nodes are placed by labels, not subnets: planned by their own module.
+    for cluster in &clusters {
+        let nodes = cluster.nodes().await?;
+        for mut item in eks::evacuation(&cluster.name, &nodes, &zone.id, &zones, kube.mode) {
+            item.record = records.get(&item.resource).cloned();
+            plan.items.push(item);
+        }
+    }
     plan.az_name = Some(zone.name.clone());
 
     let changes = plan.items.iter().filter(|i| i.changes_resource()).count();
@@ -38,7 +53,7 @@ pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
     if ctx.output == cli::Output::Table {
         report::print(&plan, ctx.output, report::Phase::Plan { dry_run: false });
     }
-    let question = format!("Remove {} subnets from {changes} resources?", zone.id);
+    let question = format!("Evacuate {} from {changes} resources?", zone.id);
     if !confirm(&question, args.confirm.yes)? {
         eprintln!("azevac: nothing changed");
         return Ok(EXIT_OK);
@@ -48,8 +63,13 @@ pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
     }
     let audit = ctx.audit(args.reason.clone()).await;
     let by_type: BTreeMap<&str, &dyn Plugin> = plugins.iter().map(|p| (p.resource_type(), p.as_ref())).collect();
-    execute(&mut plan, ctx.concurrency, |item| {
-        evacuate_one(ctx, &by_type, &audit, item)
+    let clusters = eks::by_name(&clusters);
+    execute(&mut plan, ctx.concurrency, |item| async {
+        if item.resource_type == eks::TYPE {
+            evacuate_node(ctx, &clusters, &kube, &audit, item).await
+        } else {
+            evacuate_one(ctx, &by_type, &audit, item).await
+        }
     })
     .await;
     verify(&mut plan, &plugins).await;
@@ -59,13 +79,14 @@ pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
 }
 
 /// Discover every resource of the chosen types and decide, for each, what evacuating the zone means.
+/// Returns the plan and the zone's journal records by resource.
 async fn make_plan(
     ctx: &Context,
     ec2: &aws_sdk_ec2::Client,
     zone: &topology::Zone,
     plugins: &[Box<dyn Plugin>],
     filters: &Filters,
-) -> Result<Plan> {
+) -> Result<(Plan, BTreeMap<String, Record>)> {
     let (zone_subnets, journal, discovered) = futures::try_join!(
         topology::subnets_in_zone(ec2, &zone.id),
         journalled(ctx, &zone.id),
@@ -88,14 +109,15 @@ async fn make_plan(
             plan::evacuation(&zone.id, resource, &zone_subnets, filters, records.get(&resource.id))
         }));
     }
-    Ok(Plan {
+    let plan = Plan {
         command: Command::Evacuate,
         region: ctx.region.clone(),
         az_id: Some(zone.id.clone()),
         az_name: None,
         items,
         problems,
-    })
+    };
+    Ok((plan, records))
 }
 
 /// The zone's journal records by resource, and the items that could not be read. A missing table
@@ -128,7 +150,7 @@ async fn evacuate_one(ctx: &Context, plugins: &BTreeMap<&str, &dyn Plugin>, audi
     let removed = item.removed_subnets.clone().unwrap_or_default();
     let record = match ctx
         .journal
-        .begin(&item.az_id, &target, &removed, item.record.as_ref(), audit)
+        .begin(&item.az_id, &target, &removed, &[], item.record.as_ref(), audit)
         .await
     {
         Ok(record) => record,
@@ -138,7 +160,7 @@ async fn evacuate_one(ctx: &Context, plugins: &BTreeMap<&str, &dyn Plugin>, audi
         }
     };
     let outcome = match plugin.apply(&target, &item.resulting_subnets).await {
-        Ok(()) => ctx.journal.finish(&record).await,
+        Ok(()) => ctx.journal.finish(&record, None).await,
         Err(e) => Err(e),
     };
     match outcome {
@@ -157,6 +179,61 @@ async fn evacuate_one(ctx: &Context, plugins: &BTreeMap<&str, &dyn Plugin>, audi
     }
     if item.status == Status::Failed {
         tracing::warn!(resource = %item.resource, reason = item.reason.as_deref().unwrap_or_default(), "evacuation failed");
+    }
+    item
+}
+
+/// Journal the planned node actions, act on the node, then record what was actually done.
+async fn evacuate_node(
+    ctx: &Context,
+    clusters: &BTreeMap<String, eks::Cluster>,
+    options: &eks::Options,
+    audit: &Audit,
+    mut item: Item,
+) -> Item {
+    let node = eks::node_of(&item.resource).to_owned();
+    let Some(cluster) = clusters.get(eks::cluster_of(&item.resource)) else {
+        item.fail(format!("internal: no cluster for {}", item.resource));
+        return item;
+    };
+    let target = Resource {
+        resource_type: eks::TYPE,
+        id: item.resource.clone(),
+        name: item.name.clone(),
+        ..Resource::default()
+    };
+    let planned = item.actions.clone().unwrap_or_default();
+    let record = match ctx
+        .journal
+        .begin(&item.az_id, &target, &[], &planned, item.record.as_ref(), audit)
+        .await
+    {
+        Ok(record) => record,
+        Err(e) => {
+            item.fail(format!("{}; nothing changed", describe(&e)));
+            return item;
+        }
+    };
+    let outcome = match cluster.evacuate(&node, &item.az_id, options).await {
+        Ok((actions, notes)) => ctx.journal.finish(&record, Some(&actions)).await.map(|r| (r, notes)),
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok((done, notes)) => {
+            item.actions = Some(done.actions.clone());
+            item.record = Some(done);
+            item.done();
+            if !notes.is_empty() {
+                item.fail(format!("cordoned, but {}", notes.join("; ")));
+            }
+        }
+        Err(e) => {
+            item.fail(format!(
+                "{}; journal record kept in state intent (recover reconciles it)",
+                describe(&e)
+            ));
+            item.record = Some(record);
+        }
     }
     item
 }

@@ -11,7 +11,7 @@ use futures::StreamExt;
 use crate::cli::{self, Output};
 use crate::journal::{Audit, Journal};
 use crate::plan::{Item, Plan, Status};
-use crate::plugins::{self, Plugin, Setup};
+use crate::plugins::{self, eks, Plugin, Setup};
 use crate::{Error, Result};
 
 pub mod evacuate;
@@ -81,6 +81,29 @@ impl Context {
         eprintln!("azevac: run {run_id} as {caller}");
         Audit { run_id, caller, reason }
     }
+}
+
+/// The Kubernetes clusters of `--kube-context`, when the eks type is selected. Without a context the
+/// type is left out with a notice (not an error): most runs are about AWS resources only.
+pub async fn kube_clusters(types: &[String], access: &cli::KubeAccess) -> Result<Vec<eks::Cluster>> {
+    let explicit = types.iter().any(|t| t == eks::TYPE);
+    if !types.is_empty() && !explicit {
+        return Ok(Vec::new());
+    }
+    if access.contexts.is_empty() {
+        if explicit {
+            eprintln!("azevac: notice: --type eks needs --kube-context CONTEXT; Kubernetes nodes left out");
+        } else {
+            tracing::info!("no --kube-context: Kubernetes nodes left out");
+        }
+        return Ok(Vec::new());
+    }
+    eks::connect(&eks::Options {
+        contexts: access.contexts.clone(),
+        kubeconfig: access.kubeconfig.clone(),
+        ..eks::Options::default()
+    })
+    .await
 }
 
 /// Ask the operator before changing anything. Refuses without a terminal unless `--yes` was given.

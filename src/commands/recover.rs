@@ -3,11 +3,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{confirm, describe, execute, exit_code, settle, verify, Context, EXIT_OK};
+use super::{confirm, describe, execute, exit_code, kube_clusters, settle, verify, Context, EXIT_OK};
 use crate::cli;
 use crate::journal::Record;
 use crate::plan::{self, Command, Item, Plan};
-use crate::plugins::{Plugin, Resource};
+use crate::plugins::{eks, Plugin, Resource};
 use crate::report;
 use crate::topology::{self, Zones};
 use crate::Result;
@@ -20,14 +20,13 @@ pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
         None => None,
     };
     let plugins = ctx.plugins(&args.types.types, &[]);
-    let mut plan = make_plan(
-        ctx,
-        &ec2,
-        zone.as_ref().map(|z| z.id.as_str()),
-        &plugins,
-        args.forget_missing,
-    )
-    .await?;
+    let clusters = eks::by_name(&kube_clusters(&args.types.types, &args.kube).await?);
+    let with_nodes = args.types.types.is_empty() || args.types.types.iter().any(|t| t == eks::TYPE);
+    let az_id = zone.as_ref().map(|z| z.id.as_str());
+    let mut plan = make_plan(ctx, &ec2, az_id, &plugins, args.forget_missing).await?;
+    if with_nodes {
+        plan_nodes(ctx, az_id, &clusters, &mut plan).await?;
+    }
     plan.az_name = zone.map(|z| z.name);
 
     let planned = plan.count(plan::Status::Planned);
@@ -51,7 +50,14 @@ pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
         return Ok(EXIT_OK);
     }
     let by_type: BTreeMap<&str, &dyn Plugin> = plugins.iter().map(|p| (p.resource_type(), p.as_ref())).collect();
-    execute(&mut plan, ctx.concurrency, |item| recover_one(ctx, &by_type, item)).await;
+    execute(&mut plan, ctx.concurrency, |item| async {
+        if item.resource_type == eks::TYPE {
+            recover_node(ctx, &clusters, item).await
+        } else {
+            recover_one(ctx, &by_type, item).await
+        }
+    })
+    .await;
     verify(&mut plan, &plugins).await;
     settle(&mut plan, &plugins, &args.wait).await;
     report::print(&plan, ctx.output, report::Phase::Result);
@@ -143,6 +149,62 @@ async fn recover_one(ctx: &Context, plugins: &BTreeMap<&str, &dyn Plugin>, mut i
     match ctx.journal.remove(&record).await {
         Ok(()) => item.done(),
         Err(e) => item.fail(format!("{}; subnets are back, journal record kept", describe(&e))),
+    }
+    item
+}
+
+/// The journalled Kubernetes nodes: undo what azevac did to each, where it is still in place.
+async fn plan_nodes(
+    ctx: &Context,
+    az_id: Option<&str>,
+    clusters: &BTreeMap<String, eks::Cluster>,
+    plan: &mut Plan,
+) -> Result<()> {
+    for entry in ctx.journal.of_type(eks::TYPE, az_id).await? {
+        let record = match entry {
+            Ok(record) => record,
+            Err(e) => {
+                plan.problems.push(e.to_string());
+                continue;
+            }
+        };
+        let cluster_name = eks::cluster_of(&record.resource);
+        let item = match clusters.get(cluster_name) {
+            Some(cluster) => eks::recovery(&record, cluster.node(eks::node_of(&record.resource)).await?.as_ref()),
+            None => {
+                let mut item = eks::recovery(&record, None);
+                item.status = plan::Status::Skipped;
+                item.actions = Some(Vec::new());
+                item.reason = Some(format!(
+                    "no --kube-context for cluster {cluster_name}: journal record kept"
+                ));
+                item
+            }
+        };
+        plan.items.push(item);
+    }
+    Ok(())
+}
+
+/// Undo the node actions still in place, then delete the record.
+async fn recover_node(ctx: &Context, clusters: &BTreeMap<String, eks::Cluster>, mut item: Item) -> Item {
+    let Some(record) = item.record.clone() else {
+        item.fail("internal: no journal record".into());
+        return item;
+    };
+    if item.changes_resource() {
+        let Some(cluster) = clusters.get(eks::cluster_of(&record.resource)) else {
+            item.fail("internal: no cluster".into());
+            return item;
+        };
+        if let Err(e) = cluster.recover(eks::node_of(&record.resource), &record).await {
+            item.fail(format!("{}; journal record kept", describe(&e)));
+            return item;
+        }
+    }
+    match ctx.journal.remove(&record).await {
+        Ok(()) => item.done(),
+        Err(e) => item.fail(format!("{}; node restored, journal record kept", describe(&e))),
     }
     item
 }

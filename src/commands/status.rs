@@ -16,12 +16,11 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     ctx.journal.require().await?;
     let mut records = Vec::new();
     let mut problems = Vec::new();
-    for plugin in ctx.plugins(&args.types.types, &[]) {
-        for entry in ctx
-            .journal
-            .of_type(plugin.resource_type(), args.az_id.as_deref())
-            .await?
-        {
+    let selected = crate::plugins::types()
+        .into_iter()
+        .filter(|t| args.types.types.is_empty() || args.types.types.iter().any(|w| w == t));
+    for resource_type in selected {
+        for entry in ctx.journal.of_type(resource_type, args.az_id.as_deref()).await? {
             match entry {
                 Ok(record) => records.push(record),
                 Err(e) => problems.push(e.to_string()),

@@ -12,6 +12,7 @@ use crate::Result;
 
 pub mod asg;
 pub mod ecs;
+pub mod eks;
 pub mod lambda;
 
 /// Every plugin, in evacuation order: its `--type` value and how to build it.
@@ -34,9 +35,10 @@ pub struct Setup {
     pub ecs_clusters: Vec<String>,
 }
 
-/// The `--type` values azevac knows, in evacuation order.
+/// The `--type` values azevac knows, in evacuation order. Kubernetes nodes come last: they are not
+/// placed by subnets, so they have their own module (`eks`) rather than a registry entry.
 pub fn types() -> Vec<&'static str> {
-    REGISTRY.iter().map(|(t, _)| *t).collect()
+    REGISTRY.iter().map(|(t, _)| *t).chain([eks::TYPE]).collect()
 }
 
 /// One resource's network placement as its service reports it now.

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses its own part of this module
 
 pub mod estate;
+pub mod kube;
 pub mod moto;
 pub mod proxy;
 

@@ -1,0 +1,568 @@
+//! Kubernetes (EKS) nodes: the scheduler places pods on nodes, not in subnets, so azevac acts on the
+//! nodes of the zone — a `NoExecute` taint by default, or `NoSchedule` + cordon, or cordon + drain
+//! through the Eviction API — and journals exactly what it did, so `recover` undoes that and no more.
+//!
+//! Nodes are placed by the label `topology.k8s.aws/zone-id` (the AZ ID, set by EKS from Kubernetes
+//! 1.30), falling back to `topology.kubernetes.io/zone` mapped to the AZ ID through EC2. Every node
+//! write is a merge patch carrying the `resourceVersion` it was computed from (409 → read again), so
+//! other taints and concurrent edits are never clobbered.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use kube::api::{Api, EvictParams, ListParams, Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::json;
+
+use crate::journal::Record;
+use crate::plan::{Item, Status};
+use crate::topology::Zones;
+use crate::{Error, Result};
+
+/// The `--type` value and journal `resource_type` of Kubernetes nodes.
+pub const TYPE: &str = "eks";
+/// The taint azevac adds (value: the AZ ID).
+pub const TAINT_KEY: &str = "azevac.io/evacuated";
+/// The AZ ID label EKS sets from Kubernetes 1.30.
+pub const ZONE_ID_LABEL: &str = "topology.k8s.aws/zone-id";
+/// The well-known zone-name label, mapped to an AZ ID through EC2.
+pub const ZONE_NAME_LABEL: &str = "topology.kubernetes.io/zone";
+/// The journal action for a cordon azevac made (and will undo).
+const CORDON: &str = "cordon";
+/// Tries of a read-modify-write that keeps meeting 409 Conflict.
+const CONFLICT_TRIES: usize = 5;
+
+/// What evacuating a node means (`--k8s-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Mode {
+    /// Taint `NoExecute`: running pods are evicted (ignoring PodDisruptionBudgets), no new ones land.
+    #[default]
+    Noexecute,
+    /// Taint `NoSchedule` and cordon: running pods stay, no new ones land.
+    Noschedule,
+    /// Cordon, then evict every evictable pod through the Eviction API (PodDisruptionBudgets respected).
+    Drain,
+}
+
+/// `--kube-context`, `--kubeconfig`, `--k8s-mode`, `--drain-timeout`.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// One cluster per context.
+    pub contexts: Vec<String>,
+    /// The kubeconfig file (default: KUBECONFIG, then ~/.kube/config).
+    pub kubeconfig: Option<PathBuf>,
+    /// What to do to the zone's nodes.
+    pub mode: Mode,
+    /// How long `drain` keeps retrying evictions a PodDisruptionBudget refuses.
+    pub drain_timeout: Duration,
+}
+
+/// One cluster, reached through one kube context.
+#[derive(Clone)]
+pub struct Cluster {
+    /// The cluster's name in the kubeconfig (for EKS, usually the cluster ARN): the journal's prefix.
+    pub name: String,
+    client: kube::Client,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster").field("name", &self.name).finish()
+    }
+}
+
+/// Connect to each context's cluster; exec-based auth (`aws eks get-token`) works as kubectl's does.
+pub async fn connect(options: &Options) -> Result<Vec<Cluster>> {
+    let kubeconfig = match &options.kubeconfig {
+        Some(path) => Kubeconfig::read_from(path),
+        None => Kubeconfig::read(),
+    }
+    .map_err(|e| Error::BadInput(format!("cannot read the kubeconfig: {e}; pass --kubeconfig PATH")))?;
+    let mut clusters = Vec::new();
+    for context in &options.contexts {
+        let name = kubeconfig
+            .contexts
+            .iter()
+            .find(|c| &c.name == context)
+            .and_then(|c| c.context.as_ref())
+            .map(|c| c.cluster.clone())
+            .ok_or_else(|| {
+                let known: Vec<&str> = kubeconfig.contexts.iter().map(|c| c.name.as_str()).collect();
+                Error::BadInput(format!(
+                    "no kube context {context:?} in the kubeconfig; contexts: {}",
+                    known.join(", ")
+                ))
+            })?;
+        let mut config = kube::Config::from_custom_kubeconfig(
+            kubeconfig.clone(),
+            &KubeConfigOptions {
+                context: Some(context.clone()),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| Error::BadInput(format!("kube context {context:?}: {e}")))?;
+        // kube's own retry waits up to 15 times with delays growing toward 1000 s on 429/503:
+        // unbounded for an incident. azevac bounds its waits itself (--drain-timeout, 409 retries).
+        config.default_retry = false;
+        let client = kube::Client::try_from(config).map_err(|e| kube_err("building a client", e))?;
+        clusters.push(Cluster { name, client });
+    }
+    Ok(clusters)
+}
+
+fn kube_err(operation: &'static str, err: kube::Error) -> Error {
+    Error::Kube {
+        operation,
+        source: Box::new(err),
+    }
+}
+
+/// The journal's `resource` for a node.
+pub fn resource_id(cluster: &str, node: &str) -> String {
+    format!("{cluster}/{node}")
+}
+
+/// The AZ ID a node is in: the zone-id label, else the zone-name label mapped through EC2.
+pub fn node_zone(node: &Node, zones: &Zones) -> Option<String> {
+    let labels = node.metadata.labels.as_ref()?;
+    if let Some(id) = labels.get(ZONE_ID_LABEL) {
+        return Some(id.clone());
+    }
+    labels
+        .get(ZONE_NAME_LABEL)
+        .and_then(|name| zones.id_of(name))
+        .map(str::to_owned)
+}
+
+fn is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+fn is_schedulable(node: &Node) -> bool {
+    !node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false)
+}
+
+fn our_taint(node: &Node) -> Option<&Taint> {
+    node.spec.as_ref()?.taints.as_ref()?.iter().find(|t| t.key == TAINT_KEY)
+}
+
+/// The journal action for a taint: `taint:KEY=VALUE:EFFECT`.
+fn taint_action(az_id: &str, effect: &str) -> String {
+    format!("taint:{TAINT_KEY}={az_id}:{effect}")
+}
+
+/// What evacuating one cluster means, node by node (pure). A cluster whose every Ready node is in the
+/// zone is skipped whole: never evacuate a cluster's last schedulable zone.
+pub fn evacuation(cluster: &str, nodes: &[Node], az_id: &str, zones: &Zones, mode: Mode) -> Vec<Item> {
+    let in_zone: Vec<&Node> = nodes
+        .iter()
+        .filter(|n| node_zone(n, zones).as_deref() == Some(az_id))
+        .collect();
+    let elsewhere_ready = nodes
+        .iter()
+        .filter(|n| node_zone(n, zones).as_deref() != Some(az_id) && is_ready(n) && is_schedulable(n))
+        .count();
+    let effect = if mode == Mode::Noexecute {
+        "NoExecute"
+    } else {
+        "NoSchedule"
+    };
+    in_zone
+        .into_iter()
+        .map(|node| {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let mut actions = Vec::new();
+            if mode != Mode::Drain {
+                actions.push(taint_action(az_id, effect));
+            }
+            if mode != Mode::Noexecute && is_schedulable(node) {
+                actions.push(CORDON.to_owned());
+            }
+            let mut notes = Vec::new();
+            match mode {
+                Mode::Noexecute => notes.push(
+                    "NoExecute evicts running pods at once and ignores PodDisruptionBudgets (use --k8s-mode drain to respect them)".to_owned(),
+                ),
+                Mode::Noschedule => notes.push("running pods stay; no new pods land on these nodes".to_owned()),
+                Mode::Drain => notes.push(
+                    "drain evicts through the Eviction API (PodDisruptionBudgets respected); DaemonSet and mirror pods stay".to_owned(),
+                ),
+            }
+            let (status, reason) = if elsewhere_ready == 0 {
+                (
+                    Status::Skipped,
+                    Some("every Ready node of the cluster is in the zone: it is the cluster's last schedulable zone".to_owned()),
+                )
+            } else if our_taint(node).is_some() {
+                (Status::Skipped, Some("already evacuated (azevac taint present)".to_owned()))
+            } else {
+                (Status::Planned, None)
+            };
+            if status == Status::Skipped {
+                actions.clear();
+                notes.clear();
+            }
+            Item {
+                resource_type: TYPE.to_owned(),
+                resource: resource_id(cluster, &name),
+                name: format!("{}/{name}", short(cluster)),
+                az_id: az_id.to_owned(),
+                current_subnets: Vec::new(),
+                removed_subnets: None,
+                restored_subnets: None,
+                actions: Some(actions),
+                resulting_subnets: Vec::new(),
+                status,
+                reason,
+                notes,
+                target: None,
+                record: None,
+            }
+        })
+        .collect()
+}
+
+/// What recovering one node's record means (pure): undo the recorded actions that are still in
+/// place; a node that is gone only has its record removed.
+pub fn recovery(record: &Record, node: Option<&Node>) -> Item {
+    let (cluster, node_name) = (cluster_of(&record.resource), node_of(&record.resource));
+    let mut undo = Vec::new();
+    let reason = match node {
+        None => Some("node no longer exists (replaced?): journal record will be deleted".to_owned()),
+        Some(node) => {
+            for action in &record.actions {
+                let still = if action == CORDON {
+                    !is_schedulable(node)
+                } else {
+                    our_taint(node).is_some()
+                };
+                if still {
+                    undo.push(format!("un{action}"));
+                }
+            }
+            undo.is_empty()
+                .then(|| "nothing to undo: journal record will be deleted".to_owned())
+        }
+    };
+    Item {
+        resource_type: TYPE.to_owned(),
+        resource: record.resource.clone(),
+        name: format!("{}/{node_name}", short(cluster)),
+        az_id: record.az_id.clone(),
+        current_subnets: Vec::new(),
+        removed_subnets: None,
+        restored_subnets: None,
+        actions: Some(undo),
+        resulting_subnets: Vec::new(),
+        status: Status::Planned,
+        reason,
+        notes: Vec::new(),
+        target: None,
+        record: Some(record.clone()),
+    }
+}
+
+/// `arn:aws:eks:REGION:ACCOUNT:cluster/NAME` → `NAME`; other names as they are.
+fn short(cluster: &str) -> &str {
+    cluster.rsplit_once(":cluster/").map(|(_, n)| n).unwrap_or(cluster)
+}
+
+impl Cluster {
+    /// Every node of the cluster.
+    pub async fn nodes(&self) -> Result<Vec<Node>> {
+        let api: Api<Node> = Api::all(self.client.clone());
+        Ok(api
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| kube_err("list nodes", e))?
+            .items)
+    }
+
+    /// One node, if it still exists.
+    pub async fn node(&self, name: &str) -> Result<Option<Node>> {
+        let api: Api<Node> = Api::all(self.client.clone());
+        api.get_opt(name).await.map_err(|e| kube_err("get node", e))
+    }
+
+    /// Read-modify-write a node: `change` computes the patch from the node as it is now (or `None`:
+    /// nothing to do); the patch carries that `resourceVersion`, and a 409 means read and try again.
+    async fn update_node<F>(&self, name: &str, change: F) -> Result<Option<Node>>
+    where
+        F: Fn(&Node) -> Option<serde_json::Value>,
+    {
+        let api: Api<Node> = Api::all(self.client.clone());
+        for _ in 0..CONFLICT_TRIES {
+            let node = api.get(name).await.map_err(|e| kube_err("get node", e))?;
+            let Some(mut patch) = change(&node) else {
+                return Ok(Some(node));
+            };
+            patch["metadata"] = json!({ "resourceVersion": node.metadata.resource_version });
+            match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                Ok(node) => return Ok(Some(node)),
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    tracing::info!(node = name, "node changed while we wrote it (409); reading it again");
+                }
+                Err(e) => return Err(kube_err("patch node", e)),
+            }
+        }
+        Err(Error::Kube {
+            operation: "patch node",
+            source: format!("{name} kept changing under us ({CONFLICT_TRIES} conflicts)").into(),
+        })
+    }
+
+    /// Carry out an evacuation line; returns the actions actually taken (for the journal) and notes.
+    pub async fn evacuate(&self, node: &str, az_id: &str, options: &Options) -> Result<(Vec<String>, Vec<String>)> {
+        let effect = if options.mode == Mode::Noexecute {
+            "NoExecute"
+        } else {
+            "NoSchedule"
+        };
+        let want_taint = options.mode != Mode::Drain;
+        let want_cordon = options.mode != Mode::Noexecute;
+        // Set by the attempt that wrote: whether that write is what cordoned the node.
+        let cordoning = std::cell::Cell::new(false);
+        let updated = self
+            .update_node(node, |n| {
+                let mut taints = n.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
+                let add_taint = want_taint && !taints.iter().any(|t| t.key == TAINT_KEY);
+                let cordon = want_cordon && is_schedulable(n);
+                cordoning.set(cordon);
+                if !add_taint && !cordon {
+                    return None;
+                }
+                if add_taint {
+                    taints.push(Taint {
+                        key: TAINT_KEY.to_owned(),
+                        value: Some(az_id.to_owned()),
+                        effect: effect.to_owned(),
+                        time_added: None,
+                    });
+                }
+                let mut spec = json!({ "taints": taints });
+                if cordon {
+                    spec["unschedulable"] = json!(true);
+                }
+                Some(json!({ "spec": spec }))
+            })
+            .await?;
+        // Read back: the node must now carry what we meant it to.
+        let node_now = updated.ok_or_else(|| Error::BadInput(format!("node {node} disappeared")))?;
+        if want_taint && our_taint(&node_now).is_none() {
+            return Err(Error::Kube {
+                operation: "read back node",
+                source: "the azevac taint is missing".into(),
+            });
+        }
+        let mut actions = Vec::new();
+        if want_taint {
+            actions.push(taint_action(az_id, effect));
+        }
+        if cordoning.get() && !is_schedulable(&node_now) {
+            actions.push(CORDON.to_owned());
+        }
+        let mut notes = Vec::new();
+        if options.mode == Mode::Drain {
+            let stuck = self.drain(node, options.drain_timeout).await?;
+            if !stuck.is_empty() {
+                notes.push(format!("pods not evicted: {}", stuck.join(", ")));
+            }
+        }
+        Ok((actions, notes))
+    }
+
+    /// Evict every evictable pod of the node, retrying while a PodDisruptionBudget refuses (429),
+    /// until `timeout`. Returns the pods that could not be evicted, with why.
+    async fn drain(&self, node: &str, timeout: Duration) -> Result<Vec<String>> {
+        let all: Api<Pod> = Api::all(self.client.clone());
+        let pods = all
+            .list(&ListParams::default().fields(&format!("spec.nodeName={node}")))
+            .await
+            .map_err(|e| kube_err("list pods", e))?
+            .items;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut stuck = Vec::new();
+        for pod in pods.iter().filter(|p| evictable(p)) {
+            let namespace = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
+            let mut delay = Duration::from_millis(200);
+            loop {
+                match api.evict(&name, &EvictParams::default()).await {
+                    Ok(_) => break,
+                    Err(kube::Error::Api(status)) if status.code == 404 => break,
+                    Err(kube::Error::Api(status)) if status.code == 429 => {
+                        if tokio::time::Instant::now() + delay > deadline {
+                            stuck.push(format!(
+                                "{namespace}/{name} (PodDisruptionBudget; --drain-timeout reached)"
+                            ));
+                            break;
+                        }
+                        eprintln!(
+                            "azevac: waiting to evict {namespace}/{name}: a PodDisruptionBudget refuses it for now"
+                        );
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(5));
+                    }
+                    Err(e) => {
+                        stuck.push(format!("{namespace}/{name} ({e})"));
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(stuck)
+    }
+
+    /// Undo exactly the recorded actions still in place: remove our taint (leaving every other one),
+    /// uncordon only if azevac cordoned.
+    pub async fn recover(&self, node: &str, record: &Record) -> Result<()> {
+        let uncordon = record.actions.iter().any(|a| a == CORDON);
+        let untaint = record.actions.iter().any(|a| a.starts_with("taint:"));
+        self.update_node(node, |n| {
+            let taints = n.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
+            let kept: Vec<&Taint> = taints.iter().filter(|t| !(untaint && t.key == TAINT_KEY)).collect();
+            let remove_taint = kept.len() != taints.len();
+            let remove_cordon = uncordon && !is_schedulable(n);
+            if !remove_taint && !remove_cordon {
+                return None;
+            }
+            let mut spec = json!({ "taints": kept });
+            if remove_cordon {
+                spec["unschedulable"] = json!(false);
+            }
+            Some(json!({ "spec": spec }))
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+/// DaemonSet pods come back at once and mirror pods cannot be evicted; finished pods need nothing.
+fn evictable(pod: &Pod) -> bool {
+    let daemonset = pod
+        .metadata
+        .owner_references
+        .as_ref()
+        .is_some_and(|o| o.iter().any(|r| r.kind == "DaemonSet"));
+    let mirror = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"));
+    let finished = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .is_some_and(|p| p == "Succeeded" || p == "Failed");
+    !daemonset && !mirror && !finished && pod.metadata.deletion_timestamp.is_none()
+}
+
+/// The clusters by name, for finding the cluster of a journal record.
+pub fn by_name(clusters: &[Cluster]) -> BTreeMap<String, Cluster> {
+    clusters.iter().map(|c| (c.name.clone(), c.clone())).collect()
+}
+
+/// The cluster name of a journal `resource` (`CLUSTER/NODE`).
+pub fn cluster_of(resource: &str) -> &str {
+    resource
+        .rsplit_once('/')
+        .map(|(cluster, _)| cluster)
+        .unwrap_or_default()
+}
+
+/// The node name of a journal `resource` (`CLUSTER/NODE`).
+pub fn node_of(resource: &str) -> &str {
+    resource.rsplit('/').next().unwrap_or(resource)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::Zone;
+
+    fn zones() -> Zones {
+        Zones::new(
+            "us-east-1",
+            vec![
+                Zone {
+                    id: "use1-az1".into(),
+                    name: "us-east-1b".into(),
+                },
+                Zone {
+                    id: "use1-az2".into(),
+                    name: "us-east-1c".into(),
+                },
+            ],
+        )
+    }
+
+    fn node(name: &str, labels: &[(&str, &str)], ready: bool) -> Node {
+        serde_json::from_value(json!({
+            "metadata": { "name": name, "labels": labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>() },
+            "spec": {},
+            "status": { "conditions": [{ "type": "Ready", "status": if ready { "True" } else { "False" } }] }
+        }))
+        .expect("node")
+    }
+
+    #[test]
+    fn zone_comes_from_the_zone_id_label_or_the_mapped_zone_name() {
+        assert_eq!(
+            node_zone(&node("a", &[(ZONE_ID_LABEL, "use1-az2")], true), &zones()).as_deref(),
+            Some("use1-az2")
+        );
+        // Older clusters: only the zone name, mapped through EC2 (us-east-1c is use1-az2 here).
+        assert_eq!(
+            node_zone(&node("b", &[(ZONE_NAME_LABEL, "us-east-1c")], true), &zones()).as_deref(),
+            Some("use1-az2")
+        );
+        assert_eq!(
+            node_zone(&node("c", &[], true), &zones()),
+            None,
+            "never guessed from the name"
+        );
+    }
+
+    #[test]
+    fn the_last_schedulable_zone_is_never_evacuated() {
+        let nodes = vec![
+            node("a", &[(ZONE_ID_LABEL, "use1-az2")], true),
+            node("b", &[(ZONE_ID_LABEL, "use1-az1")], false), // not Ready: does not count
+        ];
+        let items = evacuation("prod", &nodes, "use1-az2", &zones(), Mode::Noexecute);
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0].status, Status::Skipped);
+        assert!(items[0]
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("last schedulable zone"));
+    }
+
+    #[test]
+    fn modes_plan_their_actions() {
+        let nodes = vec![
+            node("a", &[(ZONE_ID_LABEL, "use1-az2")], true),
+            node("b", &[(ZONE_ID_LABEL, "use1-az1")], true),
+        ];
+        let plan = |mode| {
+            evacuation("prod", &nodes, "use1-az2", &zones(), mode)[0]
+                .actions
+                .clone()
+                .unwrap_or_default()
+        };
+        assert_eq!(plan(Mode::Noexecute), ["taint:azevac.io/evacuated=use1-az2:NoExecute"]);
+        assert_eq!(
+            plan(Mode::Noschedule),
+            ["taint:azevac.io/evacuated=use1-az2:NoSchedule", "cordon"]
+        );
+        assert_eq!(plan(Mode::Drain), ["cordon"]);
+    }
+}

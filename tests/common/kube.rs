@@ -1,0 +1,332 @@
+//! An in-process fake Kubernetes API server: real HTTP and JSON, spoken to by the real `kube`
+//! client, serving exactly the calls azevac makes. It keeps itself honest by rejecting what a real API
+//! server rejects for those calls: a stale `resourceVersion` (409 Conflict), an unsupported patch
+//! content type (415), invalid or duplicate taints (422), an unsupported field selector (400), an
+//! unknown object (404), and an eviction a PodDisruptionBudget does not allow yet (429).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+/// The API server's objects and the behaviours a test asks for.
+#[derive(Default)]
+pub struct Cluster {
+    /// Nodes by name.
+    pub nodes: BTreeMap<String, Value>,
+    /// Pods (each with metadata.namespace and spec.nodeName).
+    pub pods: Vec<Value>,
+    /// Evictions of these pods (`ns/name`) are refused with 429 this many more times (u32::MAX: always).
+    pub pdb_refusals: BTreeMap<String, u32>,
+    /// The next PATCH of these nodes meets a concurrent edit first (so its resourceVersion is stale).
+    pub conflict_once: BTreeSet<String>,
+    /// Counts, for assertions: 409s and 429s answered, evictions done.
+    pub conflicts: usize,
+    /// 429s answered.
+    pub throttled_evictions: usize,
+    /// Pods evicted, as `ns/name`.
+    pub evicted: Vec<String>,
+    version: u64,
+}
+
+impl Cluster {
+    fn bump(&mut self) -> String {
+        self.version += 1;
+        self.version.to_string()
+    }
+
+    /// Add a node, giving it a resourceVersion.
+    pub fn add_node(&mut self, mut node: Value) {
+        node["metadata"]["resourceVersion"] = json!(self.bump());
+        let name = node["metadata"]["name"].as_str().expect("node name").to_owned();
+        self.nodes.insert(name, node);
+    }
+
+    /// Change a node as another client would (bumps its resourceVersion).
+    pub fn edit_node(&mut self, name: &str, edit: impl FnOnce(&mut Value)) {
+        let version = self.bump();
+        let node = self.nodes.get_mut(name).expect("node");
+        edit(node);
+        node["metadata"]["resourceVersion"] = json!(version);
+    }
+}
+
+/// A running fake API server.
+pub struct FakeKube {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// The shared state, to seed and to inspect.
+    pub state: Arc<Mutex<Cluster>>,
+}
+
+impl FakeKube {
+    /// Start serving `cluster` on a free loopback port, on a thread of its own.
+    pub fn start(cluster: Cluster) -> FakeKube {
+        let state = Arc::new(Mutex::new(cluster));
+        let shared = state.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<SocketAddr>();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async move {
+                let app = Router::new()
+                    .route("/api/v1/nodes", get(list_nodes))
+                    .route("/api/v1/nodes/{name}", get(get_node).patch(patch_node))
+                    .route("/api/v1/pods", get(list_pods))
+                    .route("/api/v1/namespaces/{ns}/pods/{name}/eviction", post(evict))
+                    .fallback(|| async {
+                        status(
+                            StatusCode::NOT_FOUND,
+                            "NotFound",
+                            "the server could not find the requested resource",
+                        )
+                    })
+                    .with_state(shared);
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+                tx.send(listener.local_addr().expect("addr")).expect("send");
+                axum::serve(listener, app).await.expect("serve");
+            });
+        });
+        let addr = rx.recv().expect("address");
+        FakeKube {
+            url: format!("http://{addr}"),
+            state,
+        }
+    }
+
+    /// Write a kubeconfig with one context per `(context, cluster name)`, all pointing here.
+    pub fn kubeconfig(&self, dir: &Path, contexts: &[(&str, &str)]) -> PathBuf {
+        let clusters: Vec<Value> = contexts
+            .iter()
+            .map(|(_, cluster)| json!({ "name": cluster, "cluster": { "server": self.url } }))
+            .collect();
+        let named: Vec<Value> = contexts
+            .iter()
+            .map(|(context, cluster)| json!({ "name": context, "context": { "cluster": cluster, "user": "operator" } }))
+            .collect();
+        let config = json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": clusters,
+            "contexts": named,
+            "users": [{ "name": "operator", "user": { "token": "not-checked" } }],
+            "current-context": contexts[0].0,
+        });
+        let path = dir.join("kubeconfig");
+        std::fs::write(&path, serde_json::to_string_pretty(&config).expect("json")).expect("write kubeconfig");
+        path
+    }
+}
+
+type Shared = State<Arc<Mutex<Cluster>>>;
+
+fn status(code: StatusCode, reason: &str, message: &str) -> Response {
+    let body = json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": reason, "code": code.as_u16(),
+    });
+    (code, Json(body)).into_response()
+}
+
+/// `key=value`, `key!=value`, `key` terms, comma-separated.
+fn matches_selector(labels: &Value, selector: &str) -> bool {
+    selector.split(',').filter(|t| !t.is_empty()).all(|term| {
+        if let Some((k, v)) = term.split_once("!=") {
+            labels[k].as_str() != Some(v)
+        } else if let Some((k, v)) = term.split_once('=') {
+            labels[k.trim_end_matches('=')].as_str() == Some(v)
+        } else {
+            labels.get(term).is_some()
+        }
+    })
+}
+
+async fn list_nodes(State(state): Shared, Query(query): Query<BTreeMap<String, String>>) -> Response {
+    let mut st = state.lock().expect("state");
+    let selector = query.get("labelSelector").cloned().unwrap_or_default();
+    let items: Vec<Value> = st
+        .nodes
+        .values()
+        .filter(|n| matches_selector(&n["metadata"]["labels"], &selector))
+        .cloned()
+        .collect();
+    let version = st.bump();
+    Json(json!({ "apiVersion": "v1", "kind": "NodeList", "metadata": { "resourceVersion": version }, "items": items }))
+        .into_response()
+}
+
+async fn get_node(State(state): Shared, UrlPath(name): UrlPath<String>) -> Response {
+    let st = state.lock().expect("state");
+    match st.nodes.get(&name) {
+        Some(node) => Json(node.clone()).into_response(),
+        None => status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            &format!("nodes \"{name}\" not found"),
+        ),
+    }
+}
+
+async fn patch_node(State(state): Shared, UrlPath(name): UrlPath<String>, headers: HeaderMap, body: Bytes) -> Response {
+    let mut st = state.lock().expect("state");
+    if st.conflict_once.remove(&name) && st.nodes.contains_key(&name) {
+        st.edit_node(&name, |n| {
+            n["metadata"]["labels"]["example.com/touched-by"] = json!("someone-else")
+        });
+    }
+    let Some(current) = st.nodes.get(&name).cloned() else {
+        return status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            &format!("nodes \"{name}\" not found"),
+        );
+    };
+    let Ok(patch) = serde_json::from_slice::<Value>(&body) else {
+        return status(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "the body of the request was in an unknown format",
+        );
+    };
+    let content_type = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let mut patched = current.clone();
+    let applied = match content_type {
+        "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+            json_patch::merge(&mut patched, &patch);
+            Ok(())
+        }
+        "application/json-patch+json" => serde_json::from_value::<json_patch::Patch>(patch.clone())
+            .map_err(|e| e.to_string())
+            .and_then(|p| json_patch::patch(&mut patched, &p).map_err(|e| e.to_string())),
+        other => {
+            return status(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "UnsupportedMediaType",
+                &format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {other:?})"),
+            );
+        }
+    };
+    if let Err(e) = applied {
+        return status(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", &e);
+    }
+    // Optimistic concurrency: a resourceVersion in the patch must be the current one.
+    let sent = patched["metadata"]["resourceVersion"].clone();
+    if sent != current["metadata"]["resourceVersion"] && patch["metadata"].get("resourceVersion").is_some() {
+        st.conflicts += 1;
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            &format!("Operation cannot be fulfilled on nodes \"{name}\": the object has been modified; please apply your changes to the latest version and try again"),
+        );
+    }
+    if let Err(why) = validate_taints(&patched) {
+        return status(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            &format!("Node \"{name}\" is invalid: {why}"),
+        );
+    }
+    patched["metadata"]["resourceVersion"] = json!(st.bump());
+    st.nodes.insert(name, patched.clone());
+    Json(patched).into_response()
+}
+
+fn validate_taints(node: &Value) -> Result<(), String> {
+    let Some(taints) = node["spec"]["taints"].as_array() else {
+        return Ok(());
+    };
+    let mut seen = BTreeSet::new();
+    for taint in taints {
+        let key = taint["key"].as_str().unwrap_or_default();
+        let effect = taint["effect"].as_str().unwrap_or_default();
+        if key.is_empty() {
+            return Err("spec.taints[].key: Required value".into());
+        }
+        if !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&effect) {
+            return Err(format!("spec.taints[].effect: Unsupported value: {effect:?}"));
+        }
+        if !seen.insert((key.to_owned(), effect.to_owned())) {
+            return Err(format!("spec.taints: Duplicate value: {key}:{effect}"));
+        }
+    }
+    Ok(())
+}
+
+async fn list_pods(State(state): Shared, Query(query): Query<BTreeMap<String, String>>) -> Response {
+    let st = state.lock().expect("state");
+    let field = query.get("fieldSelector").cloned().unwrap_or_default();
+    let node = match field.split_once('=') {
+        None if field.is_empty() => None,
+        Some(("spec.nodeName", node)) => Some(node.to_owned()),
+        _ => {
+            return status(
+                StatusCode::BAD_REQUEST,
+                "BadRequest",
+                &format!("\"{field}\" is not a known field selector: only \"spec.nodeName\" is served here"),
+            )
+        }
+    };
+    let items: Vec<Value> = st
+        .pods
+        .iter()
+        .filter(|p| {
+            node.as_deref()
+                .is_none_or(|n| p["spec"]["nodeName"].as_str() == Some(n))
+        })
+        .cloned()
+        .collect();
+    Json(json!({ "apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items })).into_response()
+}
+
+async fn evict(State(state): Shared, UrlPath((ns, name)): UrlPath<(String, String)>, body: Bytes) -> Response {
+    let mut st = state.lock().expect("state");
+    let eviction: Value = serde_json::from_slice(&body).unwrap_or_default();
+    // The API server defaults a missing kind (kube-rs sends none), but refuses another kind or name.
+    let kind_ok = eviction.get("kind").is_none_or(|k| k == "Eviction");
+    if !kind_ok || eviction["metadata"]["name"] != json!(name) {
+        return status(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "name in URL does not match name in Eviction object",
+        );
+    }
+    let key = format!("{ns}/{name}");
+    let Some(index) = st.pods.iter().position(|p| {
+        p["metadata"]["namespace"].as_str() == Some(&ns) && p["metadata"]["name"].as_str() == Some(&name)
+    }) else {
+        return status(StatusCode::NOT_FOUND, "NotFound", &format!("pods \"{name}\" not found"));
+    };
+    if let Some(left) = st.pdb_refusals.get_mut(&key) {
+        if *left > 0 {
+            if *left != u32::MAX {
+                *left -= 1;
+            }
+            st.throttled_evictions += 1;
+            return status(
+                StatusCode::TOO_MANY_REQUESTS,
+                "TooManyRequests",
+                "Cannot evict pod as it would violate the pod's disruption budget.",
+            );
+        }
+    }
+    st.pods.remove(index);
+    st.evicted.push(key);
+    (
+        StatusCode::CREATED,
+        Json(json!({ "kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201 })),
+    )
+        .into_response()
+}

@@ -1,0 +1,372 @@
+//! Kubernetes nodes end to end (issue 4): the real binary, the real `kube` client, an in-process
+//! fake API server (tests/common/kube.rs) seeded with EKS-shaped nodes (fixtures/eks-nodes.json),
+//! and moto for the AZ mapping and the journal.
+
+mod common;
+
+use serde_json::{json, Value};
+
+use common::kube::{Cluster, FakeKube};
+use common::{attr_list, attr_s, azevac_at, journal_items, Moto, Run, ZONE};
+
+const CLUSTER: &str = "arn:aws:eks:us-east-1:123456789012:cluster/prod";
+const AZ2_NODES: [&str; 3] = [
+    "ip-10-0-2-21.ec2.internal",
+    "ip-10-0-2-22.ec2.internal",
+    "ip-10-0-2-23.ec2.internal",
+];
+
+fn fixture_nodes() -> Vec<Value> {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/eks-nodes.json")).expect("fixture");
+    let doc: Value = serde_json::from_str(&text).expect("json");
+    doc["items"].as_array().expect("items").clone()
+}
+
+fn pod(ns: &str, name: &str, node: &str, owner: Option<&str>, mirror: bool) -> Value {
+    let mut pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": { "name": name, "namespace": ns, "annotations": {} },
+        "spec": { "nodeName": node, "containers": [{ "name": "app", "image": "nginx" }] },
+        "status": { "phase": "Running" }
+    });
+    if let Some(kind) = owner {
+        pod["metadata"]["ownerReferences"] =
+            json!([{ "apiVersion": "apps/v1", "kind": kind, "name": "owner", "uid": "u" }]);
+    }
+    if mirror {
+        pod["metadata"]["annotations"]["kubernetes.io/config.mirror"] = json!("hash");
+    }
+    pod
+}
+
+struct Setup {
+    moto: Moto,
+    kube: FakeKube,
+    _dir: tempfile::TempDir,
+    kubeconfig: String,
+}
+
+impl Setup {
+    fn new(cluster: Cluster) -> Setup {
+        let moto = Moto::start();
+        let kube = FakeKube::start(cluster);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = kube.kubeconfig(dir.path(), &[("prod", CLUSTER)]).display().to_string();
+        Setup {
+            moto,
+            kube,
+            _dir: dir,
+            kubeconfig,
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend([
+            "--type",
+            "eks",
+            "--kube-context",
+            "prod",
+            "--kubeconfig",
+            &self.kubeconfig,
+        ]);
+        azevac_at(&self.moto.endpoint, &all, &[])
+    }
+
+    fn node(&self, name: &str) -> Value {
+        self.kube.state.lock().expect("state").nodes[name].clone()
+    }
+}
+
+fn standard_cluster() -> Cluster {
+    let mut cluster = Cluster::default();
+    for node in fixture_nodes() {
+        cluster.add_node(node);
+    }
+    cluster
+}
+
+fn taint_keys(node: &Value) -> Vec<String> {
+    node["spec"]["taints"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| {
+                    format!(
+                        "{}:{}",
+                        t["key"].as_str().unwrap_or(""),
+                        t["effect"].as_str().unwrap_or("")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn cordoned(node: &Value) -> bool {
+    node["spec"]["unschedulable"].as_bool().unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn noexecute_taints_the_zone_and_recover_removes_only_ours() {
+    let setup = Setup::new(standard_cluster());
+    // A concurrent edit lands between azevac's read and its write of one node: 409, read again.
+    setup
+        .kube
+        .state
+        .lock()
+        .expect("state")
+        .conflict_once
+        .insert(AZ2_NODES[0].into());
+
+    let dry = setup
+        .run(&["evacuate", "--az-id", ZONE, "--dry-run", "--output", "json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(dry["summary"]["planned"], 3, "{dry}");
+    assert!(dry["items"][0]["notes"]
+        .to_string()
+        .contains("ignores PodDisruptionBudgets"));
+    assert!(
+        taint_keys(&setup.node(AZ2_NODES[0])).is_empty(),
+        "dry run changes nothing"
+    );
+
+    setup.run(&["evacuate", "--az-id", ZONE, "--yes"]).expect_code(0);
+    for name in AZ2_NODES {
+        assert!(
+            taint_keys(&setup.node(name)).contains(&"azevac.io/evacuated:NoExecute".to_string()),
+            "{name}"
+        );
+    }
+    // The older node had only the zone-name label: found through the EC2 mapping.
+    assert!(taint_keys(&setup.node(AZ2_NODES[2])).contains(&"azevac.io/evacuated:NoExecute".to_string()));
+    // The GPU node keeps its own taint.
+    assert_eq!(
+        taint_keys(&setup.node(AZ2_NODES[1])),
+        ["nvidia.com/gpu:NoSchedule", "azevac.io/evacuated:NoExecute"]
+    );
+    assert!(
+        taint_keys(&setup.node("ip-10-0-1-11.ec2.internal")).is_empty(),
+        "other zones untouched"
+    );
+    assert!(
+        setup.kube.state.lock().expect("state").conflicts >= 1,
+        "the 409 path was exercised"
+    );
+
+    let items = journal_items(&aws_sdk(&setup).await).await;
+    assert_eq!(items.len(), 3);
+    for item in &items {
+        assert_eq!(attr_s(item, "resource_type"), "eks");
+        assert!(attr_s(item, "resource").starts_with(&format!("{CLUSTER}/ip-10-0-2-")));
+        assert_eq!(
+            attr_list(item, "actions"),
+            ["taint:azevac.io/evacuated=use1-az2:NoExecute"]
+        );
+        assert_eq!(attr_s(item, "state"), "done");
+    }
+    assert!(setup
+        .run(&["evacuate", "--az-id", ZONE, "--yes"])
+        .expect_code(0)
+        .stdout
+        .contains("nothing to do"));
+
+    // Meanwhile: someone adds a taint of their own, and autoscaling adds a node in the zone.
+    {
+        let mut st = setup.kube.state.lock().expect("state");
+        st.edit_node(AZ2_NODES[0], |n| {
+            n["spec"]["taints"]
+                .as_array_mut()
+                .expect("taints")
+                .push(json!({"key": "maintenance", "effect": "NoSchedule"}));
+        });
+        let mut fresh = st.nodes[AZ2_NODES[0]].clone();
+        fresh["metadata"]["name"] = json!("ip-10-0-2-99.ec2.internal");
+        fresh["spec"]["taints"] = json!([]);
+        st.add_node(fresh);
+    }
+    setup.run(&["recover", "--az-id", ZONE, "--yes"]).expect_code(0);
+    assert_eq!(
+        taint_keys(&setup.node(AZ2_NODES[0])),
+        ["maintenance:NoSchedule"],
+        "only our taint removed"
+    );
+    assert_eq!(taint_keys(&setup.node(AZ2_NODES[1])), ["nvidia.com/gpu:NoSchedule"]);
+    assert!(
+        taint_keys(&setup.node("ip-10-0-2-99.ec2.internal")).is_empty(),
+        "new node untouched"
+    );
+    assert!(journal_items(&aws_sdk(&setup).await).await.is_empty());
+    assert!(setup
+        .run(&["recover", "--yes"])
+        .expect_code(0)
+        .stdout
+        .contains("nothing to do"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn noschedule_cordons_and_recover_uncordons_only_what_azevac_cordoned() {
+    let mut cluster = standard_cluster();
+    // Someone cordoned this node for their own reasons before the incident.
+    cluster.edit_node(AZ2_NODES[1], |n| n["spec"]["unschedulable"] = json!(true));
+    let setup = Setup::new(cluster);
+
+    setup
+        .run(&["evacuate", "--az-id", ZONE, "--k8s-mode", "noschedule", "--yes"])
+        .expect_code(0);
+    for name in AZ2_NODES {
+        assert!(cordoned(&setup.node(name)), "{name}");
+        assert!(taint_keys(&setup.node(name)).contains(&"azevac.io/evacuated:NoSchedule".to_string()));
+    }
+    let actions: Vec<(String, Vec<String>)> = journal_items(&aws_sdk(&setup).await)
+        .await
+        .iter()
+        .map(|i| (attr_s(i, "resource"), attr_list(i, "actions")))
+        .collect();
+    let of = |node: &str| {
+        actions
+            .iter()
+            .find(|(r, _)| r.ends_with(node))
+            .map(|(_, a)| a.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        of(AZ2_NODES[0]),
+        ["taint:azevac.io/evacuated=use1-az2:NoSchedule", "cordon"]
+    );
+    assert_eq!(
+        of(AZ2_NODES[1]),
+        ["taint:azevac.io/evacuated=use1-az2:NoSchedule"],
+        "not cordoned by us"
+    );
+
+    setup.run(&["recover", "--yes"]).expect_code(0);
+    assert!(!cordoned(&setup.node(AZ2_NODES[0])));
+    assert!(cordoned(&setup.node(AZ2_NODES[1])), "someone else's cordon stays");
+    assert_eq!(taint_keys(&setup.node(AZ2_NODES[1])), ["nvidia.com/gpu:NoSchedule"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drain_respects_disruption_budgets_and_leaves_daemonsets() {
+    let mut cluster = standard_cluster();
+    let node = AZ2_NODES[0];
+    cluster.pods = vec![
+        pod("shop", "web-7d9f", node, Some("ReplicaSet"), false),
+        pod("shop", "checkout-5c2a", node, Some("ReplicaSet"), false),
+        pod("kube-system", "aws-node-x1", node, Some("DaemonSet"), false),
+        pod("kube-system", "kube-proxy-static", node, None, true),
+        pod("shop", "db-0", AZ2_NODES[1], Some("StatefulSet"), false),
+    ];
+    // checkout is refused twice by its budget, then allowed; db-0 never is.
+    cluster.pdb_refusals.insert("shop/checkout-5c2a".into(), 2);
+    cluster.pdb_refusals.insert("shop/db-0".into(), u32::MAX);
+    let setup = Setup::new(cluster);
+
+    let run = setup
+        .run(&[
+            "evacuate",
+            "--az-id",
+            ZONE,
+            "--k8s-mode",
+            "drain",
+            "--drain-timeout",
+            "2s",
+            "--yes",
+            "--output",
+            "json",
+        ])
+        .expect_code(1);
+    let doc = run.json();
+    let stuck = doc["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["status"] == "failed")
+        .expect("one failed")
+        .clone();
+    assert!(
+        stuck["reason"].as_str().unwrap_or_default().contains("shop/db-0"),
+        "{stuck}"
+    );
+    let st = setup.kube.state.lock().expect("state").evicted.clone();
+    assert_eq!(
+        st,
+        ["shop/web-7d9f", "shop/checkout-5c2a"],
+        "DaemonSet and mirror pods stay"
+    );
+    assert!(
+        setup.kube.state.lock().expect("state").throttled_evictions >= 3,
+        "429s were retried"
+    );
+    for name in AZ2_NODES {
+        assert!(cordoned(&setup.node(name)), "{name}");
+        assert!(
+            taint_keys(&setup.node(name)).iter().all(|t| !t.starts_with("azevac")),
+            "drain does not taint"
+        );
+    }
+
+    setup.run(&["recover", "--yes"]).expect_code(0);
+    for name in AZ2_NODES {
+        assert!(!cordoned(&setup.node(name)), "{name}");
+    }
+    assert!(journal_items(&aws_sdk(&setup).await).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_schedulable_zone_of_a_cluster_is_never_evacuated() {
+    let mut cluster = Cluster::default();
+    for node in fixture_nodes()
+        .into_iter()
+        .filter(|n| n["metadata"]["labels"]["topology.kubernetes.io/zone"] == "us-east-1c")
+    {
+        cluster.add_node(node);
+    }
+    let setup = Setup::new(cluster);
+    let doc = setup
+        .run(&["evacuate", "--az-id", ZONE, "--yes", "--output", "json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(doc["summary"]["skipped"], 3);
+    assert!(doc["items"][0]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("last schedulable zone"));
+    assert!(taint_keys(&setup.node(AZ2_NODES[0])).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_kube_context_nodes_are_left_out_with_a_notice() {
+    let moto = Moto::start();
+    let run = azevac_at(
+        &moto.endpoint,
+        &["evacuate", "--az-id", ZONE, "--type", "eks", "--yes"],
+        &[],
+    )
+    .expect_code(0);
+    assert!(run.stderr.contains("--type eks needs --kube-context"), "{}", run.stderr);
+    let bad = azevac_at(
+        &moto.endpoint,
+        &[
+            "evacuate",
+            "--az-id",
+            ZONE,
+            "--type",
+            "eks",
+            "--kube-context",
+            "nope",
+            "--kubeconfig",
+            "/nonexistent",
+            "--yes",
+        ],
+        &[],
+    )
+    .expect_code(2);
+    assert!(bad.stderr.contains("--kubeconfig"), "{}", bad.stderr);
+}
+
+async fn aws_sdk(setup: &Setup) -> aws_config::SdkConfig {
+    common::sdk(&setup.moto).await
+}
