@@ -63,6 +63,14 @@ pub enum Command {
     Recover(Recover),
     /// Show what the journal says is evacuated now.
     Status(Status),
+    /// Print a shell completion script (e.g. `azevac completions bash > /etc/bash_completion.d/azevac`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), generated from these definitions: `azevac man | man -l -`.
+    Man,
 }
 
 /// `--type`, shared by the commands that act per resource type.

@@ -198,6 +198,13 @@ impl Error {
         let chain = DisplayErrorContext(&err).to_string();
         let dispatch = matches!(err, SdkError::DispatchFailure(_));
         let construction = matches!(err, SdkError::ConstructionFailure(_));
+        // LocalStack answers this for services its plan lacks: say so in one line.
+        if chain.contains("not included in your current license plan") {
+            return Error::BadInput(format!(
+                "{operation}: the emulator's license plan does not include this service; \
+                 use a plan that includes it, or moto server (see README)"
+            ));
+        }
         let source: BoxError = Box::new(err);
         match code.as_str() {
             c if is_throttling_code(c) => Error::Throttled { operation, source },

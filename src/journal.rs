@@ -25,9 +25,12 @@ pub const DEFAULT_TABLE: &str = "azevac-journal";
 /// The global secondary index that `recover` and `status` query per resource type.
 pub const TYPE_INDEX: &str = "resource_type-index";
 
-const PK: &str = "az_id";
-const SK: &str = "resource";
-const TYPE_ATTR: &str = "resource_type";
+/// The partition key: the AZ ID.
+pub const PK: &str = "az_id";
+/// The sort key: the resource ARN (or `<cluster>/<node>`).
+pub const SK: &str = "resource";
+/// The resource type, hash key of [`TYPE_INDEX`].
+pub const TYPE_ATTR: &str = "resource_type";
 /// How long `init` waits for a new table to become ACTIVE.
 const CREATE_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 

@@ -1,5 +1,7 @@
 //! The `azevac` binary: parse flags, set up logging, run, map the outcome to an exit code.
 
+use std::io::IsTerminal;
+
 use clap::Parser;
 
 use azevac::cli::Cli;
@@ -33,8 +35,11 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colour only for a person at a terminal, and never when NO_COLOR is set (no-color.org).
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .init();
 }

@@ -187,13 +187,19 @@ async fn noexecute_taints_the_zone_and_recover_removes_only_ours() {
         fresh["spec"]["taints"] = json!([]);
         st.add_node(fresh);
     }
-    setup.run(&["recover", "--az-id", ZONE, "--yes"]).expect_code(0);
+    // And autoscaling replaced the GPU node: its record is reported and removed.
+    setup.kube.state.lock().expect("state").nodes.remove(AZ2_NODES[1]);
+    let recovered = setup.run(&["recover", "--az-id", ZONE, "--yes"]).expect_code(0);
+    assert!(
+        recovered.stdout.contains("node no longer exists"),
+        "{}",
+        recovered.stdout
+    );
     assert_eq!(
         taint_keys(&setup.node(AZ2_NODES[0])),
         ["maintenance:NoSchedule"],
         "only our taint removed"
     );
-    assert_eq!(taint_keys(&setup.node(AZ2_NODES[1])), ["nvidia.com/gpu:NoSchedule"]);
     assert!(
         taint_keys(&setup.node("ip-10-0-2-99.ec2.internal")).is_empty(),
         "new node untouched"

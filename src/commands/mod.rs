@@ -267,11 +267,27 @@ pub fn exit_code(plan: &Plan) -> i32 {
 
 /// Connect and run the parsed command; returns the exit code.
 pub async fn run(cli: &cli::Cli) -> Result<i32> {
+    // Commands about azevac itself need no AWS connection.
+    match &cli.command {
+        cli::Command::Completions { shell } => {
+            let mut command = <cli::Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut command, "azevac", &mut std::io::stdout());
+            return Ok(EXIT_OK);
+        }
+        cli::Command::Man => {
+            let page = clap_mangen::Man::new(<cli::Cli as clap::CommandFactory>::command());
+            page.render(&mut std::io::stdout())
+                .map_err(|e| Error::BadInput(format!("cannot write the man page: {e}")))?;
+            return Ok(EXIT_OK);
+        }
+        _ => {}
+    }
     let ctx = Context::connect(&cli.global).await?;
     match &cli.command {
         cli::Command::Init => init::run(&ctx).await,
         cli::Command::Evacuate(args) => evacuate::run(&ctx, args).await,
         cli::Command::Recover(args) => recover::run(&ctx, args).await,
         cli::Command::Status(args) => status::run(&ctx, args).await,
+        cli::Command::Completions { .. } | cli::Command::Man => Ok(EXIT_OK),
     }
 }

@@ -1,0 +1,152 @@
+//! What lives beside the code must not drift from it (issue 7): the IAM policy lists exactly the AWS
+//! actions the code can call, and the CloudFormation and Terraform templates create exactly the
+//! journal table `azevac init` creates.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use azevac::journal::{PK, SK, TYPE_ATTR, TYPE_INDEX};
+use common::{azevac, Moto};
+
+const SERVICES: [&str; 6] = ["ec2", "autoscaling", "ecs", "lambda", "dynamodb", "sts"];
+/// Actions AWS checks on the caller on azevac's behalf (Lambda's VPC update reads the VPC's groups).
+const IMPLIED: [&str; 2] = ["ec2:DescribeSecurityGroups", "ec2:DescribeVpcs"];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `"service:Operation` string in src/: each SDK call names its operation that way when it
+/// maps its error, so this is the set of calls the code can make.
+fn actions_in_code() -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut dirs = vec![root().join("src")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read src") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("read");
+            for piece in text.split('"').skip(1) {
+                let Some((service, rest)) = piece.split_once(':') else {
+                    continue;
+                };
+                let operation: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+                if SERVICES.contains(&service) && operation.starts_with(|c: char| c.is_ascii_uppercase()) {
+                    found.insert(format!("{service}:{operation}"));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_iam_policy_lists_exactly_the_actions_the_code_calls() {
+    let text = std::fs::read_to_string(root().join("fixtures/iam-policy.json")).expect("policy");
+    let policy: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let mut granted = BTreeSet::new();
+    for statement in policy["Statement"].as_array().expect("statements") {
+        for action in statement["Action"].as_array().expect("actions") {
+            granted.insert(action.as_str().expect("string").to_owned());
+        }
+    }
+    let used = actions_in_code();
+    assert!(used.len() >= 20, "the scan found too little: {used:?}");
+    let missing: Vec<&String> = used.difference(&granted).collect();
+    assert!(
+        missing.is_empty(),
+        "used by the code but not in fixtures/iam-policy.json: {missing:?}"
+    );
+    let extra: Vec<&String> = granted
+        .iter()
+        .filter(|a| !used.contains(*a) && !IMPLIED.contains(&a.as_str()))
+        .collect();
+    assert!(
+        extra.is_empty(),
+        "in fixtures/iam-policy.json but never called: {extra:?}"
+    );
+}
+
+#[test]
+fn the_templates_create_the_journal_table_init_creates() {
+    let cfn = std::fs::read_to_string(root().join("fixtures/journal-table.cfn.yaml")).expect("cfn");
+    let squeeze = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cfn = squeeze(&cfn);
+    for expected in [
+        format!("KeySchema: - AttributeName: {PK} KeyType: HASH - AttributeName: {SK} KeyType: RANGE"),
+        format!("IndexName: {TYPE_INDEX} KeySchema: - AttributeName: {TYPE_ATTR} KeyType: HASH - AttributeName: {PK} KeyType: RANGE"),
+        "BillingMode: PAY_PER_REQUEST".to_owned(),
+        "ProjectionType: ALL".to_owned(),
+    ] {
+        assert!(cfn.contains(&expected), "CloudFormation template lacks {expected:?}");
+    }
+    let tf = squeeze(&std::fs::read_to_string(root().join("fixtures/journal-table.tf")).expect("tf"));
+    for expected in [
+        format!("hash_key = \"{PK}\" range_key = \"{SK}\""),
+        format!("name = \"{TYPE_INDEX}\" hash_key = \"{TYPE_ATTR}\" range_key = \"{PK}\" projection_type = \"ALL\""),
+        "billing_mode = \"PAY_PER_REQUEST\"".to_owned(),
+    ] {
+        assert!(tf.contains(&expected), "Terraform template lacks {expected:?}");
+    }
+}
+
+#[tokio::test]
+async fn init_creates_the_table_the_templates_describe() {
+    let moto = Moto::start();
+    azevac(&moto, &["init"]).expect_code(0);
+    let sdk = common::sdk(&moto).await;
+    let table = aws_sdk_dynamodb::Client::new(&sdk)
+        .describe_table()
+        .table_name(common::TABLE)
+        .send()
+        .await
+        .expect("DescribeTable")
+        .table
+        .expect("table");
+    let keys: Vec<(String, String)> = table
+        .key_schema()
+        .iter()
+        .map(|k| (k.attribute_name().to_owned(), k.key_type().as_str().to_owned()))
+        .collect();
+    assert_eq!(
+        keys,
+        [(PK.to_owned(), "HASH".to_owned()), (SK.to_owned(), "RANGE".to_owned())]
+    );
+    let index = &table.global_secondary_indexes()[0];
+    assert_eq!(index.index_name(), Some(TYPE_INDEX));
+    let index_keys: Vec<(String, String)> = index
+        .key_schema()
+        .iter()
+        .map(|k| (k.attribute_name().to_owned(), k.key_type().as_str().to_owned()))
+        .collect();
+    assert_eq!(
+        index_keys,
+        [
+            (TYPE_ATTR.to_owned(), "HASH".to_owned()),
+            (PK.to_owned(), "RANGE".to_owned())
+        ]
+    );
+}
+
+#[test]
+fn completions_and_the_man_page_come_from_the_clap_definitions() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_azevac"))
+            .args(args)
+            .output()
+            .expect("run");
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let bash = run(&["completions", "bash"]);
+    assert!(bash.contains("_azevac()") && bash.contains("--az-id"), "{bash}");
+    assert!(run(&["completions", "zsh"]).contains("#compdef azevac"));
+    let man = run(&["man"]);
+    assert!(man.contains(".TH azevac 1") && man.contains("evacuate"), "{man}");
+    assert!(run(&["--version"]).starts_with(&format!("azevac {}", env!("CARGO_PKG_VERSION"))));
+}
