@@ -114,7 +114,7 @@ impl Journal {
     /// A handle on the table `table` (nothing is called until a method is).
     pub fn new(config: &aws_config::SdkConfig, table: &str) -> Self {
         Journal {
-            client: aws_sdk_dynamodb::Client::new(config),
+            client: crate::client!(aws_sdk_dynamodb, config),
             table: table.to_owned(),
             region: crate::aws::region_of(config),
         }

@@ -11,6 +11,7 @@ pub mod journal;
 pub mod plan;
 pub mod plugins;
 pub mod report;
+pub mod stats;
 pub mod topology;
 
 pub use error::{Error, Result};

@@ -113,6 +113,9 @@ pub struct Plan {
     /// Journal items that could not be used, with why (recover, status).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
+    /// `--stats`: AWS calls and phase times of this run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats: Option<crate::stats::Stats>,
 }
 
 impl Plan {

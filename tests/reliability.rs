@@ -213,8 +213,19 @@ async fn thirty_percent_throttling_and_faults_still_finish_exactly() {
         ..Faults::default()
     });
 
-    azevac_at(&proxy.endpoint, &["evacuate", "--az-id", ZONE, "--yes"], &[]).expect_code(0);
+    let run = azevac_at(
+        &proxy.endpoint,
+        &["evacuate", "--az-id", ZONE, "--yes", "--stats", "--output", "json"],
+        &[],
+    )
+    .expect_code(0);
     let evacuate_calls = proxy.calls().len();
+    // --stats counts every attempt the proxy saw: calls plus the SDK's retries.
+    let stats = &run.json()["stats"];
+    let counted =
+        stats["total_calls"].as_u64().unwrap_or_default() + stats["total_retries"].as_u64().unwrap_or_default();
+    assert_eq!(counted as usize, evacuate_calls, "{stats}");
+    assert!(stats["total_retries"].as_u64().unwrap_or_default() > 0);
     let injected = proxy.injected();
     assert!(nothing_forgotten(&sdk, &original, &seeded, ZONE).await);
     let now = snapshot(&sdk).await;

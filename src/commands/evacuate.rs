@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{confirm, describe, execute, exit_code, kube_clusters, settle, verify, Context, EXIT_OK};
+use super::{confirm, describe, execute, exit_code, kube_clusters, settle, verify, Context, Phases, EXIT_OK};
 use crate::cli;
 use crate::journal::{Audit, Record};
 use crate::plan::{self, Command, Filters, Item, Plan, Status};
@@ -14,7 +14,8 @@ use crate::{Error, Result};
 
 /// Run `azevac evacuate`; returns the exit code.
 pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
-    let ec2 = aws_sdk_ec2::Client::new(&ctx.sdk);
+    let mut phases = Phases::start();
+    let ec2 = crate::client!(aws_sdk_ec2, &ctx.sdk);
     let zones = Zones::load(&ec2, &ctx.region).await?;
     let zone = zones.resolve(&args.az_id)?;
     let plugins = ctx.plugins(&args.types.types, &args.clusters);
@@ -38,9 +39,11 @@ pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
         }
     }
     plan.az_name = Some(zone.name.clone());
+    phases.end("discover and plan");
 
     let changes = plan.items.iter().filter(|i| i.changes_resource()).count();
     if args.confirm.dry_run || changes == 0 {
+        phases.report(ctx, &mut plan);
         report::print(
             &plan,
             ctx.output,
@@ -62,6 +65,7 @@ pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
         eprintln!("azevac: created journal table {}", ctx.journal.table());
     }
     let audit = ctx.audit(args.reason.clone()).await;
+    phases.end("confirm and prepare the journal");
     let by_type: BTreeMap<&str, &dyn Plugin> = plugins.iter().map(|p| (p.resource_type(), p.as_ref())).collect();
     let clusters = eks::by_name(&clusters);
     execute(&mut plan, ctx.concurrency, |item| async {
@@ -72,8 +76,12 @@ pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
         }
     })
     .await;
+    phases.end("apply (with journal writes)");
     verify(&mut plan, &plugins).await;
+    phases.end("verify");
     settle(&mut plan, &plugins, &args.wait).await;
+    phases.end("wait");
+    phases.report(ctx, &mut plan);
     report::print(&plan, ctx.output, report::Phase::Result);
     Ok(exit_code(&plan))
 }
@@ -116,6 +124,7 @@ async fn make_plan(
         az_name: None,
         items,
         problems,
+        stats: None,
     };
     Ok((plan, records))
 }

@@ -38,6 +38,8 @@ pub struct Context {
     pub output: Output,
     /// How many resources change at once.
     pub concurrency: usize,
+    /// `--stats`.
+    pub stats: bool,
 }
 
 impl Context {
@@ -54,6 +56,7 @@ impl Context {
             journal: Journal::new(&sdk, &global.table),
             output: global.output,
             concurrency: usize::from(global.concurrency),
+            stats: global.stats,
             sdk,
         })
     }
@@ -69,7 +72,11 @@ impl Context {
 
     /// Who is running this, for the journal: the STS caller ARN, a fresh run ID, the reason.
     pub async fn audit(&self, reason: Option<String>) -> Audit {
-        let caller = match aws_sdk_sts::Client::new(&self.sdk).get_caller_identity().send().await {
+        let caller = match crate::client!(aws_sdk_sts, &self.sdk)
+            .get_caller_identity()
+            .send()
+            .await
+        {
             Ok(out) => out.arn().unwrap_or("unknown").to_owned(),
             // Not worth stopping an evacuation for: the journal still records what changed.
             Err(e) => {
@@ -254,6 +261,39 @@ pub fn describe(err: &(dyn std::error::Error + 'static)) -> String {
         source = cause.source();
     }
     text
+}
+
+/// Wall-clock phases of one command, for `--stats`.
+#[derive(Debug)]
+pub struct Phases {
+    last: std::time::Instant,
+    done: Vec<(&'static str, std::time::Duration)>,
+}
+
+impl Phases {
+    /// Start timing the first phase.
+    pub fn start() -> Self {
+        Phases {
+            last: std::time::Instant::now(),
+            done: Vec::new(),
+        }
+    }
+
+    /// The phase that just ended.
+    pub fn end(&mut self, name: &'static str) {
+        let now = std::time::Instant::now();
+        self.done.push((name, now - self.last));
+        self.last = now;
+    }
+
+    /// With `--stats`: attach the counts and times to the plan and print them on stderr.
+    pub fn report(&self, ctx: &Context, plan: &mut Plan) {
+        if ctx.stats {
+            let stats = crate::stats::Stats::collect(&self.done);
+            eprint!("{}", stats.render());
+            plan.stats = Some(stats);
+        }
+    }
 }
 
 /// Exit code for a finished plan.

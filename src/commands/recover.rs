@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{confirm, describe, execute, exit_code, kube_clusters, settle, verify, Context, EXIT_OK};
+use super::{confirm, describe, execute, exit_code, kube_clusters, settle, verify, Context, Phases, EXIT_OK};
 use crate::cli;
 use crate::journal::Record;
 use crate::plan::{self, Command, Item, Plan};
@@ -14,7 +14,8 @@ use crate::Result;
 
 /// Run `azevac recover`; returns the exit code.
 pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
-    let ec2 = aws_sdk_ec2::Client::new(&ctx.sdk);
+    let mut phases = Phases::start();
+    let ec2 = crate::client!(aws_sdk_ec2, &ctx.sdk);
     let zone = match &args.az_id {
         Some(az_id) => Some(Zones::load(&ec2, &ctx.region).await?.resolve(az_id)?),
         None => None,
@@ -28,9 +29,11 @@ pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
         plan_nodes(ctx, az_id, &clusters, &mut plan).await?;
     }
     plan.az_name = zone.map(|z| z.name);
+    phases.end("discover and plan");
 
     let planned = plan.count(plan::Status::Planned);
     if args.confirm.dry_run || planned == 0 {
+        phases.report(ctx, &mut plan);
         report::print(
             &plan,
             ctx.output,
@@ -49,6 +52,7 @@ pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
         eprintln!("azevac: nothing changed");
         return Ok(EXIT_OK);
     }
+    phases.end("confirm");
     let by_type: BTreeMap<&str, &dyn Plugin> = plugins.iter().map(|p| (p.resource_type(), p.as_ref())).collect();
     execute(&mut plan, ctx.concurrency, |item| async {
         if item.resource_type == eks::TYPE {
@@ -58,8 +62,12 @@ pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
         }
     })
     .await;
+    phases.end("apply (with journal writes)");
     verify(&mut plan, &plugins).await;
+    phases.end("verify");
     settle(&mut plan, &plugins, &args.wait).await;
+    phases.end("wait");
+    phases.report(ctx, &mut plan);
     report::print(&plan, ctx.output, report::Phase::Result);
     Ok(exit_code(&plan))
 }
@@ -127,6 +135,7 @@ async fn make_plan(
         az_name: None,
         items,
         problems,
+        stats: None,
     })
 }
 

@@ -9,7 +9,7 @@ use crate::Result;
 /// Run `azevac status`; returns the exit code.
 pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     if let Some(az_id) = &args.az_id {
-        Zones::load(&aws_sdk_ec2::Client::new(&ctx.sdk), &ctx.region)
+        Zones::load(&crate::client!(aws_sdk_ec2, &ctx.sdk), &ctx.region)
             .await?
             .resolve(az_id)?;
     }

@@ -27,7 +27,7 @@ pub struct AutoScaling {
 /// Registry constructor: Auto Scaling applies to every run.
 pub fn plugin(setup: &Setup) -> Option<Box<dyn Plugin>> {
     Some(Box::new(AutoScaling {
-        client: aws_sdk_autoscaling::Client::new(&setup.sdk),
+        client: crate::client!(aws_sdk_autoscaling, &setup.sdk),
     }))
 }
 

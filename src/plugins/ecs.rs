@@ -46,7 +46,7 @@ pub struct Ecs {
 /// Registry constructor: ECS applies to every run.
 pub fn plugin(setup: &Setup) -> Option<Box<dyn Plugin>> {
     Some(Box::new(Ecs::new(
-        aws_sdk_ecs::Client::new(&setup.sdk),
+        crate::client!(aws_sdk_ecs, &setup.sdk),
         setup.ecs_clusters.clone(),
     )))
 }

@@ -48,7 +48,7 @@ pub struct Lambda {
 
 /// Registry constructor: Lambda applies to every run.
 pub fn plugin(setup: &Setup) -> Option<Box<dyn Plugin>> {
-    Some(Box::new(Lambda::new(aws_sdk_lambda::Client::new(&setup.sdk))))
+    Some(Box::new(Lambda::new(crate::client!(aws_sdk_lambda, &setup.sdk))))
 }
 
 impl Lambda {
