@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{confirm, describe, execute, exit_code, kube_clusters, settle, verify, Context, Phases, EXIT_OK};
+use super::{conclude, confirm, describe, execute, kube_clusters, Context, Phases, EXIT_OK};
 use crate::cli;
 use crate::journal::{Audit, Record};
 use crate::plan::{self, Command, Filters, Item, Plan, Status};
@@ -77,13 +77,7 @@ pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
     })
     .await;
     phases.end("apply (with journal writes)");
-    verify(&mut plan, &plugins).await;
-    phases.end("verify");
-    settle(&mut plan, &plugins, &args.wait).await;
-    phases.end("wait");
-    phases.report(ctx, &mut plan);
-    report::print(&plan, ctx.output, report::Phase::Result);
-    Ok(exit_code(&plan))
+    Ok(conclude(ctx, &mut plan, &plugins, &args.wait, phases).await)
 }
 
 /// Discover every resource of the chosen types and decide, for each, what evacuating the zone means.

@@ -296,6 +296,23 @@ impl Phases {
     }
 }
 
+/// After the changes: read everything back, wait if asked, report, and return the exit code.
+pub async fn conclude(
+    ctx: &Context,
+    plan: &mut Plan,
+    plugins: &[Box<dyn Plugin>],
+    wait: &cli::Wait,
+    mut phases: Phases,
+) -> i32 {
+    verify(plan, plugins).await;
+    phases.end("verify");
+    settle(plan, plugins, wait).await;
+    phases.end("wait");
+    phases.report(ctx, plan);
+    crate::report::print(plan, ctx.output, crate::report::Phase::Result);
+    exit_code(plan)
+}
+
 /// Exit code for a finished plan.
 pub fn exit_code(plan: &Plan) -> i32 {
     if plan.count(Status::Failed) > 0 {

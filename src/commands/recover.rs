@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{confirm, describe, execute, exit_code, kube_clusters, settle, verify, Context, Phases, EXIT_OK};
+use super::{conclude, confirm, describe, execute, kube_clusters, Context, Phases, EXIT_OK};
 use crate::cli;
 use crate::journal::Record;
 use crate::plan::{self, Command, Item, Plan};
@@ -63,13 +63,7 @@ pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
     })
     .await;
     phases.end("apply (with journal writes)");
-    verify(&mut plan, &plugins).await;
-    phases.end("verify");
-    settle(&mut plan, &plugins, &args.wait).await;
-    phases.end("wait");
-    phases.report(ctx, &mut plan);
-    report::print(&plan, ctx.output, report::Phase::Result);
-    Ok(exit_code(&plan))
+    Ok(conclude(ctx, &mut plan, &plugins, &args.wait, phases).await)
 }
 
 /// Read the journal per type, the resources' current state and which journalled subnets still
