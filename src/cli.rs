@@ -30,7 +30,7 @@ pub struct Global {
     #[arg(long, global = true, value_name = "URL")]
     pub endpoint_url: Option<String>,
     /// DynamoDB journal table.
-    #[arg(long, global = true, env = "AZEVAC_TABLE", default_value = DEFAULT_TABLE)]
+    #[arg(long, global = true, env = "AZEVAC_TABLE", hide_env_values = true, default_value = DEFAULT_TABLE)]
     pub table: String,
     /// Output format: a table for people, or exactly one JSON document on stdout.
     #[arg(long, global = true, value_enum, default_value_t = Output::Table)]
@@ -208,6 +208,15 @@ mod tests {
     #[test]
     fn the_cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    /// `--help` as an operator sees it (issue 7); a changed flag shows up in review.
+    #[test]
+    fn help_text() {
+        let mut command = Cli::command().term_width(100);
+        insta::assert_snapshot!("help", command.render_help().to_string());
+        let evacuate = command.find_subcommand_mut("evacuate").expect("evacuate");
+        insta::assert_snapshot!("evacuate_help", evacuate.render_help().to_string());
     }
 
     #[test]

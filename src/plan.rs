@@ -149,6 +149,9 @@ impl Filters {
     }
 }
 
+/// How the reason of a resource evacuated by an earlier run starts (counted in the summary).
+pub const ALREADY_EVACUATED: &str = "already evacuated";
+
 /// Reason shown for a resource that keeps its subnets because all of them are in the zone.
 pub const WOULD_LEAVE_NO_SUBNETS: &str = "would leave no subnets (every subnet is in the zone)";
 
@@ -194,7 +197,7 @@ pub fn evacuation(
     } else if let Some(why) = &resource.unsupported {
         Some(why.clone())
     } else if in_zone.is_empty() {
-        record.map(|r| format!("already evacuated: {} journalled", r.removed_subnets.join(", ")))
+        record.map(|r| format!("{ALREADY_EVACUATED}: {} journalled", r.removed_subnets.join(", ")))
     } else if remaining.is_empty() {
         Some(WOULD_LEAVE_NO_SUBNETS.to_owned())
     } else {

@@ -29,6 +29,7 @@ struct Summary {
     done: usize,
     skipped: usize,
     failed: usize,
+    already_evacuated: usize,
 }
 
 #[derive(Serialize)]
@@ -60,6 +61,15 @@ fn summary(plan: &Plan) -> Summary {
         done: plan.count(Status::Done),
         skipped: plan.count(Status::Skipped),
         failed: plan.count(Status::Failed),
+        already_evacuated: plan
+            .items
+            .iter()
+            .filter(|i| {
+                i.reason
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with(crate::plan::ALREADY_EVACUATED))
+            })
+            .count(),
     }
 }
 
@@ -119,9 +129,13 @@ pub fn render(plan: &Plan, phase: Phase) -> String {
         out.push_str(&format!("problem: {problem}\n"));
     }
     let s = summary(plan);
+    let already = match s.already_evacuated {
+        0 => String::new(),
+        k => format!(", {k} of them already evacuated"),
+    };
     out.push_str(&match phase {
-        Phase::Plan { .. } if s.planned == 0 => format!("nothing to do ({} skipped)\n", s.skipped),
-        Phase::Plan { .. } => format!("{} to change, {} skipped\n", s.planned, s.skipped),
+        Phase::Plan { .. } if s.planned == 0 => format!("nothing to do ({} skipped{already})\n", s.skipped),
+        Phase::Plan { .. } => format!("{} to change, {} skipped{already}\n", s.planned, s.skipped),
         Phase::Result => format!("{} done, {} skipped, {} failed\n", s.done, s.skipped, s.failed),
     });
     out
@@ -168,5 +182,70 @@ pub fn print_status(records: &[Record], problems: &[String], output: Output) {
     }
     for problem in problems {
         println!("problem: {problem}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Command, Item};
+
+    fn item(name: &str, removed: &[&str], after: &[&str], status: Status, reason: Option<&str>) -> Item {
+        let list = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        Item {
+            resource_type: "asg".into(),
+            resource: format!(
+                "arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:x:autoScalingGroupName/{name}"
+            ),
+            name: name.into(),
+            az_id: "use1-az2".into(),
+            current_subnets: list(after).into_iter().chain(list(removed)).collect(),
+            removed_subnets: Some(list(removed)),
+            restored_subnets: None,
+            actions: None,
+            resulting_subnets: list(after),
+            status,
+            reason: reason.map(str::to_owned),
+            notes: vec!["Auto Scaling replaces the instances in the removed subnets".into()],
+            target: None,
+            record: None,
+        }
+    }
+
+    /// The plan table an operator reads before saying yes (issue 7).
+    #[test]
+    fn the_plan_table() {
+        let plan = Plan {
+            command: Command::Evacuate,
+            region: "us-east-1".into(),
+            az_id: Some("use1-az2".into()),
+            az_name: Some("us-east-1c".into()),
+            items: vec![
+                item(
+                    "web",
+                    &["subnet-az2"],
+                    &["subnet-az1", "subnet-az4"],
+                    Status::Planned,
+                    None,
+                ),
+                item(
+                    "cache",
+                    &[],
+                    &["subnet-az2"],
+                    Status::Skipped,
+                    Some(crate::plan::WOULD_LEAVE_NO_SUBNETS),
+                ),
+                item(
+                    "api",
+                    &[],
+                    &["subnet-az4"],
+                    Status::Skipped,
+                    Some("already evacuated: subnet-az2 journalled"),
+                ),
+            ],
+            problems: vec![],
+            stats: None,
+        };
+        insta::assert_snapshot!(render(&plan, Phase::Plan { dry_run: true }));
     }
 }

@@ -200,7 +200,7 @@ pub fn evacuation(cluster: &str, nodes: &[Node], az_id: &str, zones: &Zones, mod
                     Some("every Ready node of the cluster is in the zone: it is the cluster's last schedulable zone".to_owned()),
                 )
             } else if our_taint(node).is_some() {
-                (Status::Skipped, Some("already evacuated (azevac taint present)".to_owned()))
+                (Status::Skipped, Some(format!("{} (azevac taint present)", crate::plan::ALREADY_EVACUATED)))
             } else {
                 (Status::Planned, None)
             };
