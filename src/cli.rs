@@ -38,6 +38,9 @@ pub struct Global {
     /// Resources changed at the same time.
     #[arg(long, global = true, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrency: u16,
+    /// No progress bar, even on a terminal (plain lines only).
+    #[arg(long, global = true)]
+    pub no_progress: bool,
     /// Print AWS calls per operation, retries and wall time per phase to stderr (and into --output json).
     #[arg(long, global = true)]
     pub stats: bool,

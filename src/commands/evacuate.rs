@@ -68,7 +68,7 @@ pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
     phases.end("confirm and prepare the journal");
     let by_type: BTreeMap<&str, &dyn Plugin> = plugins.iter().map(|p| (p.resource_type(), p.as_ref())).collect();
     let clusters = eks::by_name(&clusters);
-    execute(&mut plan, ctx.concurrency, |item| async {
+    execute(&mut plan, ctx.concurrency, ctx.progress, |item| async {
         if item.resource_type == eks::TYPE {
             evacuate_node(ctx, &clusters, &kube, &audit, item).await
         } else {

@@ -40,6 +40,8 @@ pub struct Context {
     pub concurrency: usize,
     /// `--stats`.
     pub stats: bool,
+    /// Progress bars on a terminal (not with `--no-progress`).
+    pub progress: bool,
 }
 
 impl Context {
@@ -57,6 +59,7 @@ impl Context {
             output: global.output,
             concurrency: usize::from(global.concurrency),
             stats: global.stats,
+            progress: !global.no_progress,
             sdk,
         })
     }
@@ -134,11 +137,16 @@ pub fn confirm(question: &str, yes: bool) -> Result<bool> {
 
 /// Carry out the plan's lines, at most `concurrency` resources at once. Lines about the same
 /// resource run one after another, in plan order, so that they build on each other.
-pub async fn execute<F, Fut>(plan: &mut Plan, concurrency: usize, run: F)
+pub async fn execute<F, Fut>(plan: &mut Plan, concurrency: usize, progress: bool, run: F)
 where
     F: Fn(Item) -> Fut,
     Fut: Future<Output = Item>,
 {
+    let bar = progress_bar(
+        progress,
+        plan.items.iter().filter(|i| i.status == Status::Planned).count(),
+    );
+    let bar = &bar;
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, item) in plan.items.iter().enumerate() {
         if item.status == Status::Planned {
@@ -151,7 +159,10 @@ where
         .map(|indices| async move {
             let mut out = Vec::with_capacity(indices.len());
             for i in indices {
-                out.push((i, run(items[i].clone()).await));
+                let item = run(items[i].clone()).await;
+                bar.set_message(format!("{} {}", item.resource_type, item.name));
+                bar.inc(1);
+                out.push((i, item));
             }
             out
         })
@@ -159,9 +170,24 @@ where
         .flat_map(futures::stream::iter)
         .collect()
         .await;
+    bar.finish_and_clear();
     for (i, item) in results {
         plan.items[i] = item;
     }
+}
+
+/// A progress bar on a terminal (unless `--no-progress`); hidden otherwise, where the result table
+/// and the stderr lines say all there is.
+fn progress_bar(enabled: bool, len: usize) -> indicatif::ProgressBar {
+    if !enabled || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len as u64);
+    let style =
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar
 }
 
 /// Trust, but verify: read every changed resource back (batched per type) and fail the lines whose

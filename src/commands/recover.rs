@@ -54,7 +54,7 @@ pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
     }
     phases.end("confirm");
     let by_type: BTreeMap<&str, &dyn Plugin> = plugins.iter().map(|p| (p.resource_type(), p.as_ref())).collect();
-    execute(&mut plan, ctx.concurrency, |item| async {
+    execute(&mut plan, ctx.concurrency, ctx.progress, |item| async {
         if item.resource_type == eks::TYPE {
             recover_node(ctx, &clusters, item).await
         } else {
