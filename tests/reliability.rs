@@ -83,6 +83,21 @@ fn groups_estate(n: usize) -> Spec {
     }
 }
 
+/// 30% of calls answered with a fault: throttling (twice as likely), 500, 503 or a dropped answer.
+fn thirty_percent_faults() -> Faults {
+    Faults {
+        share: 0.3,
+        random_faults: vec![
+            Fault::Throttle,
+            Fault::Throttle,
+            Fault::ServerError,
+            Fault::Unavailable,
+            Fault::Drop,
+        ],
+        ..Faults::default()
+    }
+}
+
 /// Run azevac through the proxy, registered with it so that it can be SIGKILLed at a chosen call.
 fn run_watched(proxy: &Proxy, args: &[&str]) -> Option<i32> {
     let child = command(&proxy.endpoint, args, &[])
@@ -198,20 +213,9 @@ async fn thirty_percent_throttling_and_faults_still_finish_exactly() {
     let mut spec = groups_estate(30);
     spec.ecs_services = small_estate().ecs_services;
     spec.lambda_functions = small_estate().lambda_functions;
-    spec.vpcs[0].name = "main".into();
     let seeded = estate::seed(&sdk, &spec).await;
     let original = snapshot(&sdk).await;
-    proxy.set(Faults {
-        share: 0.3,
-        random_faults: vec![
-            Fault::Throttle,
-            Fault::Throttle,
-            Fault::ServerError,
-            Fault::Unavailable,
-            Fault::Drop,
-        ],
-        ..Faults::default()
-    });
+    proxy.set(thirty_percent_faults());
 
     let run = azevac_at(
         &proxy.endpoint,
@@ -236,17 +240,7 @@ async fn thirty_percent_throttling_and_faults_still_finish_exactly() {
     );
     assert_eq!(journal_items(&sdk).await.len(), 32, "30 groups, 1 service, 1 function");
 
-    proxy.set(Faults {
-        share: 0.3,
-        random_faults: vec![
-            Fault::Throttle,
-            Fault::Throttle,
-            Fault::ServerError,
-            Fault::Unavailable,
-            Fault::Drop,
-        ],
-        ..Faults::default()
-    });
+    proxy.set(thirty_percent_faults());
     azevac_at(&proxy.endpoint, &["recover", "--yes"], &[]).expect_code(0);
     assert_eq!(snapshot(&sdk).await, original);
     assert!(journal_items(&sdk).await.is_empty());
