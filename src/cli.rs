@@ -67,6 +67,9 @@ pub enum Command {
     Evacuate(Evacuate),
     /// Put journalled subnets back (union with the current configuration), then delete the records.
     Recover(Recover),
+    /// Carry out a plan saved with `--dry-run --output json`, exactly, after checking that the live
+    /// state still gives the same plan (refuses with the differences if not).
+    Apply(Apply),
     /// Show what the journal says is evacuated now.
     Status(Status),
     /// Print a shell completion script (e.g. `azevac completions bash > /etc/bash_completion.d/azevac`).
@@ -183,6 +186,23 @@ pub struct Recover {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub kube: KubeAccess,
+}
+
+/// `azevac apply`.
+#[derive(Debug, Args)]
+pub struct Apply {
+    /// The saved plan: `azevac evacuate|recover ... --dry-run --output json > plan.json` (`-`: stdin).
+    #[arg(value_name = "PLAN_FILE")]
+    pub plan: std::path::PathBuf,
+    /// Do not ask for confirmation (required when stdin is not a terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub wait: Wait,
+    /// Kubeconfig file for the plan's kube contexts (default: KUBECONFIG, then ~/.kube/config).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<std::path::PathBuf>,
 }
 
 /// `azevac status`.

@@ -4,13 +4,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::journal::Record;
 use crate::plugins::Resource;
 
 /// Which command a plan is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Command {
     /// Take a zone's subnets away.
@@ -20,7 +20,7 @@ pub enum Command {
 }
 
 /// Where a resource stands in a plan or after a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Will change (dry run, or not yet executed).
@@ -34,7 +34,7 @@ pub enum Status {
 }
 
 /// One resource's line in the plan.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Item {
     /// The plugin's `--type` value.
     #[serde(rename = "type")]
@@ -48,23 +48,23 @@ pub struct Item {
     /// The resource's subnets when the plan was made.
     pub current_subnets: Vec<String>,
     /// Subnets taken away (evacuate).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub removed_subnets: Option<Vec<String>>,
     /// Subnets put back (recover).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored_subnets: Option<Vec<String>>,
     /// What is done to the resource besides subnets (Kubernetes nodes: taint, cordon; recover: untaint...).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actions: Option<Vec<String>>,
     /// The resource's subnets once the line is carried out.
     pub resulting_subnets: Vec<String>,
     /// Where the line stands.
     pub status: Status,
     /// Why it is skipped or failed, or what a no-op line does.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Caveats for the operator.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     /// The resource as discovered, for the plugin to apply the change to.
     #[serde(skip)]
@@ -96,25 +96,27 @@ impl Item {
 }
 
 /// A whole plan: one command, one or all zones, every resource it concerns.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Plan {
     /// The command.
     pub command: Command,
     /// The region.
     pub region: String,
     /// The AZ ID, when the command names one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub az_id: Option<String>,
     /// This account's name for that AZ.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub az_name: Option<String>,
+    /// What the plan was made from, so that `azevac apply` can make it again from live state.
+    pub request: Request,
     /// The lines, grouped by type in plugin order.
     pub items: Vec<Item>,
     /// Journal items that could not be used, with why (recover, status).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
-    /// `--stats`: AWS calls and phase times of this run.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// `--stats`: AWS calls and phase times of this run (not read back from a saved plan).
+    #[serde(skip_serializing_if = "Option::is_none", skip_deserializing)]
     pub stats: Option<crate::stats::Stats>,
 }
 
@@ -122,6 +124,146 @@ impl Plan {
     /// How many lines stand in each status.
     pub fn count(&self, status: Status) -> usize {
         self.items.iter().filter(|i| i.status == status).count()
+    }
+}
+
+/// The inputs a plan is made from besides the zone: saved in `--dry-run --output json`, so that
+/// `azevac apply` plans again from the same inputs and can tell whether the live state moved.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    /// `--type` (every type when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub types: Vec<String>,
+    /// `--cluster`: ECS clusters (every cluster when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ecs_clusters: Vec<String>,
+    /// `--tag`, as `KEY=VALUE`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// `--name-prefix`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_prefix: Option<String>,
+    /// `--kube-context`: the Kubernetes clusters whose nodes the plan covers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kube_contexts: Vec<String>,
+    /// `--k8s-mode` (evacuate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k8s_mode: Option<crate::plugins::eks::Mode>,
+    /// `--drain-timeout` in seconds (evacuate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_timeout_seconds: Option<u64>,
+    /// `--reason` (evacuate): written into every journal record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `--forget-missing` (recover).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forget_missing: bool,
+}
+
+impl Request {
+    /// The `--tag` filters as key/value pairs.
+    pub fn tag_pairs(&self) -> Vec<(String, String)> {
+        self.tags
+            .iter()
+            .map(|t| match t.split_once('=') {
+                Some((k, v)) => (k.to_owned(), v.to_owned()),
+                None => (t.clone(), String::new()),
+            })
+            .collect()
+    }
+}
+
+/// Where a saved plan and the plan made again from live state disagree, one line per resource (empty:
+/// they agree). Only lines that change something in either plan are compared: a skipped line that
+/// stays skipped changes nothing, whatever its reason says now.
+pub fn differences(saved: &Plan, live: &Plan) -> Vec<String> {
+    let mut out = Vec::new();
+    if saved.command != live.command || saved.az_id != live.az_id || saved.region != live.region {
+        out.push(format!(
+            "the plan is for {:?} {} in {}, the live plan for {:?} {} in {}",
+            saved.command,
+            saved.az_id.as_deref().unwrap_or("every zone"),
+            saved.region,
+            live.command,
+            live.az_id.as_deref().unwrap_or("every zone"),
+            live.region
+        ));
+        return out;
+    }
+    // A line is one resource in one zone (recover can hold several zones of one resource).
+    let index = |plan: &Plan| -> BTreeMap<(String, String, String), Item> {
+        plan.items
+            .iter()
+            .map(|i| {
+                (
+                    (i.resource_type.clone(), i.resource.clone(), i.az_id.clone()),
+                    i.clone(),
+                )
+            })
+            .collect()
+    };
+    let (saved_lines, live_lines) = (index(saved), index(live));
+    for (k, s) in &saved_lines {
+        match live_lines.get(k) {
+            None if s.status == Status::Planned => out.push(format!(
+                "{} {}: planned [{}], now not in the live plan",
+                k.0,
+                s.name,
+                change(s)
+            )),
+            Some(l) if (s.status == Status::Planned || l.status == Status::Planned) && essence(s) != essence(l) => out
+                .push(format!(
+                    "{} {}: planned [{}], now [{}]",
+                    k.0,
+                    s.name,
+                    change(s),
+                    change(l)
+                )),
+            _ => {}
+        }
+    }
+    for (k, l) in &live_lines {
+        if !saved_lines.contains_key(k) && l.status == Status::Planned {
+            out.push(format!("{} {}: not in the plan, now [{}]", k.0, l.name, change(l)));
+        }
+    }
+    out
+}
+
+/// What a line does, for comparing two plans.
+fn essence(i: &Item) -> impl PartialEq + '_ {
+    (
+        i.status,
+        &i.current_subnets,
+        &i.removed_subnets,
+        &i.restored_subnets,
+        &i.actions,
+        &i.resulting_subnets,
+    )
+}
+
+/// What a line does, in a few words, for the diff.
+fn change(i: &Item) -> String {
+    if i.status != Status::Planned {
+        return format!("{}: {}", status_word(i.status), i.reason.as_deref().unwrap_or("-"));
+    }
+    let mut text = format!(
+        "subnets {} -> {}",
+        i.current_subnets.join(","),
+        i.resulting_subnets.join(",")
+    );
+    if let Some(actions) = i.actions.as_ref().filter(|a| !a.is_empty()) {
+        text = format!("{}; {}", actions.join(", "), text);
+    }
+    text
+}
+
+fn status_word(status: Status) -> &'static str {
+    match status {
+        Status::Planned => "planned",
+        Status::Done => "done",
+        Status::Skipped => "skipped",
+        Status::Failed => "failed",
     }
 }
 
@@ -396,6 +538,74 @@ mod tests {
         };
         let item = evacuation("use1-az2", &asg(&["a", "b"]), &zone(&["b"]), &matching, None).expect("in zone");
         assert_eq!(item.status, Status::Planned);
+    }
+
+    fn plan_of(items: Vec<Item>) -> Plan {
+        Plan {
+            command: Command::Evacuate,
+            region: "us-east-1".into(),
+            az_id: Some("use1-az2".into()),
+            az_name: None,
+            request: Request::default(),
+            items,
+            problems: vec![],
+            stats: None,
+        }
+    }
+
+    fn planned(subnets: &[&str]) -> Item {
+        evacuation("use1-az2", &asg(subnets), &zone(&["b"]), &Filters::default(), None).expect("in zone")
+    }
+
+    #[test]
+    fn a_saved_plan_matches_the_same_live_state() {
+        let saved = plan_of(vec![planned(&["a", "b"])]);
+        assert!(differences(&saved, &saved.clone()).is_empty());
+        // A skipped line that stays skipped changes nothing, whatever its reason says now.
+        let mut skipped = planned(&["b"]);
+        skipped.reason = Some("other words".into());
+        let mut live = plan_of(vec![planned(&["b"])]);
+        live.items[0].reason = Some("different words".into());
+        assert!(differences(&plan_of(vec![skipped]), &live).is_empty());
+    }
+
+    #[test]
+    fn a_saved_plan_differs_when_a_resource_moved_appeared_or_went() {
+        let saved = plan_of(vec![planned(&["a", "b"])]);
+        let moved = differences(&saved, &plan_of(vec![planned(&["a", "b", "c"])]));
+        assert_eq!(moved.len(), 1, "{moved:?}");
+        assert!(
+            moved[0].contains("subnets a,b -> a") && moved[0].contains("a,b,c -> a,c"),
+            "{moved:?}"
+        );
+        let gone = differences(&saved, &plan_of(vec![]));
+        assert!(gone[0].contains("now not in the live plan"), "{gone:?}");
+        let mut other = planned(&["x", "b"]);
+        other.resource = "arn:other".into();
+        let appeared = differences(&saved, &plan_of(vec![planned(&["a", "b"]), other]));
+        assert!(appeared[0].contains("not in the plan, now"), "{appeared:?}");
+        let now_skipped = differences(&saved, &plan_of(vec![planned(&["b"])]));
+        assert!(
+            now_skipped[0].contains("skipped: would leave no subnets"),
+            "{now_skipped:?}"
+        );
+        let mut elsewhere = saved.clone();
+        elsewhere.az_id = Some("use1-az1".into());
+        assert_eq!(differences(&saved, &elsewhere).len(), 1);
+    }
+
+    #[test]
+    fn the_request_round_trips_through_json() {
+        let request = Request {
+            tags: vec!["team=a=b".into()],
+            k8s_mode: Some(crate::plugins::eks::Mode::Drain),
+            ..Request::default()
+        };
+        let text = serde_json::to_string(&request).expect("json");
+        assert_eq!(text, r#"{"tags":["team=a=b"],"k8s_mode":"drain"}"#);
+        let back: Request = serde_json::from_str(&text).expect("parse");
+        assert_eq!(back, request);
+        assert_eq!(back.tag_pairs(), [("team".to_string(), "a=b".to_string())]);
     }
 
     #[test]

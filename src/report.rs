@@ -220,6 +220,7 @@ mod tests {
             region: "us-east-1".into(),
             az_id: Some("use1-az2".into()),
             az_name: Some("us-east-1c".into()),
+            request: Default::default(),
             items: vec![
                 item(
                     "web",

@@ -376,3 +376,48 @@ async fn without_a_kube_context_nodes_are_left_out_with_a_notice() {
 async fn aws_sdk(setup: &Setup) -> aws_config::SdkConfig {
     common::sdk(&setup.moto).await
 }
+
+/// `azevac apply` of a saved node plan (issue 7): the saved mode and contexts are what runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_node_plan_applies_with_its_own_mode() {
+    let setup = Setup::new(standard_cluster());
+    let plan = setup.run(&[
+        "evacuate",
+        "--az-id",
+        ZONE,
+        "--k8s-mode",
+        "noschedule",
+        "--dry-run",
+        "--output",
+        "json",
+    ]);
+    let plan = plan.expect_code(0);
+    assert_eq!(plan.json()["request"]["k8s_mode"], "noschedule");
+    let path = setup._dir.path().join("nodes-plan.json");
+    std::fs::write(&path, &plan.stdout).expect("write");
+    let apply = || {
+        azevac_at(
+            &setup.moto.endpoint,
+            &[
+                "apply",
+                path.to_str().expect("utf-8"),
+                "--kubeconfig",
+                &setup.kubeconfig,
+                "--yes",
+            ],
+            &[],
+        )
+    };
+    apply().expect_code(0);
+    for name in AZ2_NODES {
+        let node = setup.node(name);
+        assert!(
+            taint_keys(&node).contains(&"azevac.io/evacuated:NoSchedule".to_string()),
+            "{name}"
+        );
+        assert!(cordoned(&node), "{name}");
+    }
+    // The plan has run: the nodes are no longer as reviewed, so a second apply is refused.
+    let stale = apply().expect_code(2);
+    assert!(stale.stderr.contains(AZ2_NODES[0]), "{}", stale.stderr);
+}

@@ -2,11 +2,12 @@
 //! (write-ahead), change, and mark done, resource by resource.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
-use super::{conclude, confirm, describe, execute, kube_clusters, Context, Phases, EXIT_OK};
+use super::{conclude, confirm, describe, execute, kube_clusters, Context, Phases, Prepared, EXIT_OK};
 use crate::cli;
 use crate::journal::{Audit, Record};
-use crate::plan::{self, Command, Filters, Item, Plan, Status};
+use crate::plan::{self, Command, Filters, Item, Plan, Request, Status};
 use crate::plugins::{eks, Plugin, Resource};
 use crate::report;
 use crate::topology::{self, Zones};
@@ -14,20 +15,50 @@ use crate::{Error, Result};
 
 /// Run `azevac evacuate`; returns the exit code.
 pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
+    let prepared = prepare(ctx, &args.az_id, &request(args), args.kube.kubeconfig.clone()).await?;
+    if args.confirm.dry_run {
+        return Ok(prepared.print_only(ctx, true));
+    }
+    carry_out(ctx, prepared, args.confirm.yes, &args.wait).await
+}
+
+/// The plan's inputs as given on the command line.
+fn request(args: &cli::Evacuate) -> Request {
+    Request {
+        types: args.types.types.clone(),
+        ecs_clusters: args.clusters.clone(),
+        tags: args.tags.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+        name_prefix: args.name_prefix.clone(),
+        kube_contexts: args.kube.contexts.clone(),
+        k8s_mode: Some(args.k8s_mode),
+        drain_timeout_seconds: Some(args.drain_timeout.as_secs()),
+        reason: args.reason.clone(),
+        forget_missing: false,
+    }
+}
+
+/// Discover, plan, and keep what carrying the plan out needs.
+pub async fn prepare(
+    ctx: &Context,
+    az_id: &str,
+    request: &Request,
+    kubeconfig: Option<std::path::PathBuf>,
+) -> Result<Prepared> {
     let mut phases = Phases::start();
     let ec2 = crate::client!(aws_sdk_ec2, &ctx.sdk);
     let zones = Zones::load(&ec2, &ctx.region).await?;
-    let zone = zones.resolve(&args.az_id)?;
-    let plugins = ctx.plugins(&args.types.types, &args.clusters);
-    let clusters = kube_clusters(&args.types.types, &args.kube).await?;
+    let zone = zones.resolve(az_id)?;
+    let plugins = ctx.plugins(&request.types, &request.ecs_clusters);
+    let clusters = kube_clusters(request, kubeconfig).await?;
     let kube = eks::Options {
-        mode: args.k8s_mode,
-        drain_timeout: args.drain_timeout,
+        mode: request.k8s_mode.unwrap_or_default(),
+        // The flag's own default (5m) when a hand-written request leaves it out.
+        drain_timeout: Duration::from_secs(request.drain_timeout_seconds.unwrap_or(300)),
         ..eks::Options::default()
     };
     let filters = Filters {
-        tags: args.tags.clone(),
-        name_prefix: args.name_prefix.clone(),
+        tags: request.tag_pairs(),
+        name_prefix: request.name_prefix.clone(),
     };
     let (mut plan, records) = make_plan(ctx, &ec2, &zone, &plugins, &filters).await?;
     // Kubernetes nodes are placed by labels, not subnets: planned by their own module.
@@ -39,32 +70,43 @@ pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
         }
     }
     plan.az_name = Some(zone.name.clone());
+    plan.request = request.clone();
     phases.end("discover and plan");
+    Ok(Prepared {
+        plan,
+        phases,
+        plugins,
+        clusters,
+        kube,
+    })
+}
 
-    let changes = plan.items.iter().filter(|i| i.changes_resource()).count();
-    if args.confirm.dry_run || changes == 0 {
-        phases.report(ctx, &mut plan);
-        report::print(
-            &plan,
-            ctx.output,
-            report::Phase::Plan {
-                dry_run: args.confirm.dry_run,
-            },
-        );
-        return Ok(EXIT_OK);
+/// Show the plan, ask, create the journal if needed, and carry the plan out; returns the exit code.
+pub async fn carry_out(ctx: &Context, prepared: Prepared, yes: bool, wait: &cli::Wait) -> Result<i32> {
+    let changes = prepared.plan.items.iter().filter(|i| i.changes_resource()).count();
+    if changes == 0 {
+        return Ok(prepared.print_only(ctx, false));
     }
+    let Prepared {
+        mut plan,
+        mut phases,
+        plugins,
+        clusters,
+        kube,
+    } = prepared;
     if ctx.output == cli::Output::Table {
         report::print(&plan, ctx.output, report::Phase::Plan { dry_run: false });
     }
-    let question = format!("Evacuate {} from {changes} resources?", zone.id);
-    if !confirm(&question, args.confirm.yes)? {
+    let zone = plan.az_id.clone().unwrap_or_default();
+    let question = format!("Evacuate {zone} from {changes} resources?");
+    if !confirm(&question, yes)? {
         eprintln!("azevac: nothing changed");
         return Ok(EXIT_OK);
     }
     if ctx.journal.create().await? {
         eprintln!("azevac: created journal table {}", ctx.journal.table());
     }
-    let audit = ctx.audit(args.reason.clone()).await;
+    let audit = ctx.audit(plan.request.reason.clone()).await;
     phases.end("confirm and prepare the journal");
     let by_type: BTreeMap<&str, &dyn Plugin> = plugins.iter().map(|p| (p.resource_type(), p.as_ref())).collect();
     let clusters = eks::by_name(&clusters);
@@ -77,7 +119,7 @@ pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
     })
     .await;
     phases.end("apply (with journal writes)");
-    Ok(conclude(ctx, &mut plan, &plugins, &args.wait, phases).await)
+    Ok(conclude(ctx, &mut plan, &plugins, wait, phases).await)
 }
 
 /// Discover every resource of the chosen types and decide, for each, what evacuating the zone means.
@@ -116,6 +158,7 @@ async fn make_plan(
         region: ctx.region.clone(),
         az_id: Some(zone.id.clone()),
         az_name: None,
+        request: Request::default(),
         items,
         problems,
         stats: None,

@@ -10,10 +10,11 @@ use futures::StreamExt;
 
 use crate::cli::{self, Output};
 use crate::journal::{Audit, Journal};
-use crate::plan::{Item, Plan, Status};
+use crate::plan::{Item, Plan, Request, Status};
 use crate::plugins::{self, eks, Plugin, Setup};
 use crate::{Error, Result};
 
+pub mod apply;
 pub mod evacuate;
 pub mod init;
 pub mod recover;
@@ -93,14 +94,35 @@ impl Context {
     }
 }
 
+/// A plan ready to be carried out, with the plugins and clusters it was made with. `apply` compares
+/// its plan with a saved one before carrying it out.
+pub struct Prepared {
+    /// The plan.
+    pub plan: Plan,
+    phases: Phases,
+    plugins: Vec<Box<dyn Plugin>>,
+    clusters: Vec<eks::Cluster>,
+    kube: eks::Options,
+}
+
+impl Prepared {
+    /// Print the plan without changing anything (a dry run, or nothing to do); returns the exit code.
+    pub fn print_only(mut self, ctx: &Context, dry_run: bool) -> i32 {
+        self.phases.report(ctx, &mut self.plan);
+        crate::report::print(&self.plan, ctx.output, crate::report::Phase::Plan { dry_run });
+        EXIT_OK
+    }
+}
+
 /// The Kubernetes clusters of `--kube-context`, when the eks type is selected. Without a context the
 /// type is left out with a notice (not an error): most runs are about AWS resources only.
-pub async fn kube_clusters(types: &[String], access: &cli::KubeAccess) -> Result<Vec<eks::Cluster>> {
+pub async fn kube_clusters(request: &Request, kubeconfig: Option<std::path::PathBuf>) -> Result<Vec<eks::Cluster>> {
+    let types = &request.types;
     let explicit = types.iter().any(|t| t == eks::TYPE);
     if !types.is_empty() && !explicit {
         return Ok(Vec::new());
     }
-    if access.contexts.is_empty() {
+    if request.kube_contexts.is_empty() {
         if explicit {
             eprintln!("azevac: notice: --type eks needs --kube-context CONTEXT; Kubernetes nodes left out");
         } else {
@@ -109,8 +131,8 @@ pub async fn kube_clusters(types: &[String], access: &cli::KubeAccess) -> Result
         return Ok(Vec::new());
     }
     eks::connect(&eks::Options {
-        contexts: access.contexts.clone(),
-        kubeconfig: access.kubeconfig.clone(),
+        contexts: request.kube_contexts.clone(),
+        kubeconfig,
         ..eks::Options::default()
     })
     .await
@@ -370,6 +392,7 @@ pub async fn run(cli: &cli::Cli) -> Result<i32> {
         cli::Command::Init => init::run(&ctx).await,
         cli::Command::Evacuate(args) => evacuate::run(&ctx, args).await,
         cli::Command::Recover(args) => recover::run(&ctx, args).await,
+        cli::Command::Apply(args) => apply::run(&ctx, args).await,
         cli::Command::Status(args) => status::run(&ctx, args).await,
         cli::Command::Completions { .. } | cli::Command::Man => Ok(EXIT_OK),
     }

@@ -3,10 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{conclude, confirm, describe, execute, kube_clusters, Context, Phases, EXIT_OK};
+use super::{conclude, confirm, describe, execute, kube_clusters, Context, Phases, Prepared, EXIT_OK};
 use crate::cli;
 use crate::journal::Record;
-use crate::plan::{self, Command, Item, Plan};
+use crate::plan::{self, Command, Item, Plan, Request};
 use crate::plugins::{eks, Plugin, Resource};
 use crate::report;
 use crate::topology::{self, Zones};
@@ -14,41 +14,72 @@ use crate::Result;
 
 /// Run `azevac recover`; returns the exit code.
 pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
+    let request = Request {
+        types: args.types.types.clone(),
+        kube_contexts: args.kube.contexts.clone(),
+        forget_missing: args.forget_missing,
+        ..Request::default()
+    };
+    let prepared = prepare(ctx, args.az_id.as_deref(), &request, args.kube.kubeconfig.clone()).await?;
+    if args.confirm.dry_run {
+        return Ok(prepared.print_only(ctx, true));
+    }
+    carry_out(ctx, prepared, args.confirm.yes, &args.wait).await
+}
+
+/// Read the journal and the resources' current state, plan, and keep what carrying it out needs.
+pub async fn prepare(
+    ctx: &Context,
+    az_id: Option<&str>,
+    request: &Request,
+    kubeconfig: Option<std::path::PathBuf>,
+) -> Result<Prepared> {
     let mut phases = Phases::start();
     let ec2 = crate::client!(aws_sdk_ec2, &ctx.sdk);
-    let zone = match &args.az_id {
+    let zone = match az_id {
         Some(az_id) => Some(Zones::load(&ec2, &ctx.region).await?.resolve(az_id)?),
         None => None,
     };
-    let plugins = ctx.plugins(&args.types.types, &[]);
-    let clusters = eks::by_name(&kube_clusters(&args.types.types, &args.kube).await?);
-    let with_nodes = args.types.types.is_empty() || args.types.types.iter().any(|t| t == eks::TYPE);
+    let plugins = ctx.plugins(&request.types, &[]);
+    let clusters = kube_clusters(request, kubeconfig).await?;
+    let with_nodes = request.types.is_empty() || request.types.iter().any(|t| t == eks::TYPE);
     let az_id = zone.as_ref().map(|z| z.id.as_str());
-    let mut plan = make_plan(ctx, &ec2, az_id, &plugins, args.forget_missing).await?;
+    let mut plan = make_plan(ctx, &ec2, az_id, &plugins, request.forget_missing).await?;
     if with_nodes {
-        plan_nodes(ctx, az_id, &clusters, &mut plan).await?;
+        plan_nodes(ctx, az_id, &eks::by_name(&clusters), &mut plan).await?;
     }
     plan.az_name = zone.map(|z| z.name);
+    plan.request = request.clone();
     phases.end("discover and plan");
+    Ok(Prepared {
+        plan,
+        phases,
+        plugins,
+        clusters,
+        kube: eks::Options::default(),
+    })
+}
 
-    let planned = plan.count(plan::Status::Planned);
-    if args.confirm.dry_run || planned == 0 {
-        phases.report(ctx, &mut plan);
-        report::print(
-            &plan,
-            ctx.output,
-            report::Phase::Plan {
-                dry_run: args.confirm.dry_run,
-            },
-        );
-        return Ok(EXIT_OK);
+/// Show the plan, ask, and carry it out; returns the exit code.
+pub async fn carry_out(ctx: &Context, prepared: Prepared, yes: bool, wait: &cli::Wait) -> Result<i32> {
+    let planned = prepared.plan.count(plan::Status::Planned);
+    if planned == 0 {
+        return Ok(prepared.print_only(ctx, false));
     }
+    let Prepared {
+        mut plan,
+        mut phases,
+        plugins,
+        clusters,
+        ..
+    } = prepared;
+    let clusters = eks::by_name(&clusters);
     if ctx.output == cli::Output::Table {
         report::print(&plan, ctx.output, report::Phase::Plan { dry_run: false });
     }
     let changes = plan.items.iter().filter(|i| i.changes_resource()).count();
     let question = format!("Put subnets back into {changes} resources and clear {planned} journal records?");
-    if !confirm(&question, args.confirm.yes)? {
+    if !confirm(&question, yes)? {
         eprintln!("azevac: nothing changed");
         return Ok(EXIT_OK);
     }
@@ -63,7 +94,7 @@ pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
     })
     .await;
     phases.end("apply (with journal writes)");
-    Ok(conclude(ctx, &mut plan, &plugins, &args.wait, phases).await)
+    Ok(conclude(ctx, &mut plan, &plugins, wait, phases).await)
 }
 
 /// Read the journal per type, the resources' current state and which journalled subnets still
@@ -127,6 +158,7 @@ async fn make_plan(
         region: ctx.region.clone(),
         az_id: az_id.map(str::to_owned),
         az_name: None,
+        request: Request::default(),
         items,
         problems,
         stats: None,

@@ -35,7 +35,8 @@ const CORDON: &str = "cordon";
 const CONFLICT_TRIES: usize = 5;
 
 /// What evacuating a node means (`--k8s-mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Taint `NoExecute`: running pods are evicted (ignoring PodDisruptionBudgets), no new ones land.
     #[default]
