@@ -72,6 +72,9 @@ pub enum Command {
     Apply(Apply),
     /// Show what the journal says is evacuated now.
     Status(Status),
+    /// ARC zonal shifts on their own: start them away from a zone, list them, cancel azevac's.
+    #[command(subcommand)]
+    Shift(Shift),
     /// Print a shell completion script (e.g. `azevac completions bash > /etc/bash_completion.d/azevac`).
     Completions {
         /// The shell.
@@ -163,6 +166,74 @@ pub struct Evacuate {
     /// Why, recorded in every journal record this run writes (e.g. an incident ticket).
     #[arg(long, value_name = "TEXT")]
     pub reason: Option<String>,
+    /// First shift traffic away from the zone with ARC zonal shift, for every managed resource
+    /// deployed there (load balancers; Auto Scaling groups and EKS clusters with zonal shift enabled).
+    #[arg(long)]
+    pub zonal_shift: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub expiry: Expiry,
+    /// Evacuate Auto Scaling groups behind a load balancer with cross-zone load balancing off even
+    /// when no zonal shift moves that balancer's traffic away from the zone (warned, not refused).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `--expires-in`, shared by the commands that start zonal shifts.
+#[derive(Debug, Args)]
+pub struct Expiry {
+    /// How long a zonal shift lasts unless `recover` cancels it first: minutes or hours, e.g. 3h
+    /// (ARC allows 1m to 72h).
+    #[arg(long, value_name = "DURATION", default_value = crate::plugins::zonal_shift::DEFAULT_EXPIRES_IN,
+          value_parser = crate::plugins::zonal_shift::parse_expires_in)]
+    pub expires_in: String,
+}
+
+/// `azevac shift`.
+#[derive(Debug, Subcommand)]
+pub enum Shift {
+    /// Start zonal shifts away from a zone for every managed resource deployed there.
+    Start(ShiftStart),
+    /// List the active zonal shifts (and practice runs), marking the ones azevac started.
+    List(ShiftList),
+    /// Cancel the zonal shifts azevac started (and clear their journal records).
+    Cancel(ShiftCancel),
+}
+
+/// `azevac shift start`.
+#[derive(Debug, Args)]
+pub struct ShiftStart {
+    /// The AZ ID to shift traffic away from, e.g. use1-az2.
+    #[arg(long, value_name = "AZ_ID")]
+    pub az_id: String,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub expiry: Expiry,
+    /// Why (an incident ticket): in the shifts' comment and the journal.
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub confirm: Confirm,
+}
+
+/// `azevac shift list`.
+#[derive(Debug, Args)]
+pub struct ShiftList {
+    /// Only shifts away from this AZ ID.
+    #[arg(long, value_name = "AZ_ID")]
+    pub az_id: Option<String>,
+}
+
+/// `azevac shift cancel`.
+#[derive(Debug, Args)]
+pub struct ShiftCancel {
+    /// Only azevac's shifts away from this AZ ID (default: all of them).
+    #[arg(long, value_name = "AZ_ID")]
+    pub az_id: Option<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub confirm: Confirm,
 }
 
 /// `azevac recover`.

@@ -6,6 +6,7 @@
 pub mod aws;
 pub mod cli;
 pub mod commands;
+pub mod crosszone;
 pub mod error;
 pub mod journal;
 pub mod plan;

@@ -66,6 +66,11 @@ pub struct Item {
     /// Caveats for the operator.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Lines (by `resource`) that must be done before this one is carried out: an Auto Scaling
+    /// group behind a load balancer without cross-zone load balancing waits for that balancer's
+    /// zonal shift, and is not changed if the shift could not be started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
     /// The resource as discovered, for the plugin to apply the change to.
     #[serde(skip)]
     pub target: Option<Resource>,
@@ -158,9 +163,23 @@ pub struct Request {
     /// `--forget-missing` (recover).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forget_missing: bool,
+    /// `--zonal-shift` (evacuate): start ARC zonal shifts first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zonal_shift: bool,
+    /// `--expires-in` of those shifts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in: Option<String>,
+    /// `--force` (evacuate): go ahead past the cross-zone check, with a warning.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force: bool,
 }
 
 impl Request {
+    /// Whether `--type` names this type (an empty `--type` means every type).
+    pub fn names(&self, resource_type: &str) -> bool {
+        self.types.iter().any(|t| t == resource_type)
+    }
+
     /// The `--tag` filters as key/value pairs.
     pub fn tag_pairs(&self) -> Vec<(String, String)> {
         self.tags
@@ -267,6 +286,26 @@ fn status_word(status: Status) -> &'static str {
     }
 }
 
+/// Fail the planned lines whose prerequisite lines (`requires`) were not done: the change they
+/// wait for (a zonal shift) did not happen, so neither may they.
+pub fn hold_back(plan: &mut Plan) {
+    let done: BTreeSet<String> = plan
+        .items
+        .iter()
+        .filter(|i| i.status == Status::Done)
+        .map(|i| i.resource.clone())
+        .collect();
+    for item in plan.items.iter_mut().filter(|i| i.status == Status::Planned) {
+        let missing: Vec<String> = item.requires.iter().filter(|r| !done.contains(*r)).cloned().collect();
+        if !missing.is_empty() {
+            item.fail(format!(
+                "not changed: it waits for {} first, which did not happen (see that line)",
+                missing.join(", ")
+            ));
+        }
+    }
+}
+
 /// `--tag` and `--name-prefix`: which resources an evacuation may touch.
 #[derive(Debug, Clone, Default)]
 pub struct Filters {
@@ -331,6 +370,7 @@ pub fn evacuation(
         status: Status::Planned,
         reason: None,
         notes: resource.notes.clone(),
+        requires: Vec::new(),
         target: Some(resource.clone()),
         record: record.cloned(),
     };
@@ -376,6 +416,7 @@ pub fn recovery(
         status: Status::Planned,
         reason: None,
         notes: Vec::new(),
+        requires: Vec::new(),
         target: current.cloned(),
         record: Some(record.clone()),
     };

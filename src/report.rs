@@ -164,13 +164,27 @@ pub fn print_status(records: &[Record], problems: &[String], output: Output) {
         table
             .load_style(NOTHING)
             .set_content_arrangement(ContentArrangement::Dynamic)
-            .set_header(["AZ", "TYPE", "RESOURCE", "REMOVED", "STATE", "SINCE", "BY", "REASON"]);
+            .set_header([
+                "AZ",
+                "TYPE",
+                "RESOURCE",
+                "REMOVED / DONE",
+                "STATE",
+                "SINCE",
+                "BY",
+                "REASON",
+            ]);
         for r in records {
             table.add_row([
                 r.az_id.clone(),
                 r.resource_type.clone(),
                 r.resource_name.clone().unwrap_or_else(|| r.resource.clone()),
-                r.removed_subnets.join(" "),
+                // Nodes and zonal shifts lose no subnets: what azevac did to them is in `actions`.
+                if r.removed_subnets.is_empty() {
+                    r.actions.join(" ")
+                } else {
+                    r.removed_subnets.join(" ")
+                },
                 format!("{:?}", r.state).to_lowercase(),
                 r.created_at.clone().unwrap_or_default(),
                 r.evacuated_by.clone().unwrap_or_default(),
@@ -183,6 +197,47 @@ pub fn print_status(records: &[Record], problems: &[String], output: Output) {
     for problem in problems {
         println!("problem: {problem}");
     }
+}
+
+/// `azevac shift list`: the active shifts and autoshifts, and which of them azevac started.
+pub fn print_shifts(shifts: &[(String, crate::plugins::zonal_shift::Active, bool)], output: Output) {
+    if output == Output::Json {
+        let rows: Vec<serde_json::Value> = shifts
+            .iter()
+            .map(|(resource, a, ours)| {
+                serde_json::json!({
+                    "resource": resource, "zonal_shift_id": a.id, "away_from": a.away_from,
+                    "shift_type": a.shift_type, "comment": a.comment, "started_by_azevac": ours,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "shifts": rows })).unwrap_or_default()
+        );
+        return;
+    }
+    if shifts.is_empty() {
+        println!("no zonal shift is active");
+        return;
+    }
+    let mut table = Table::new();
+    table
+        .load_style(NOTHING)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(["RESOURCE", "AWAY FROM", "TYPE", "SHIFT", "AZEVAC", "COMMENT"]);
+    for (resource, a, ours) in shifts {
+        table.add_row([
+            resource.clone(),
+            a.away_from.clone(),
+            a.shift_type.clone(),
+            a.id.clone().unwrap_or_default(),
+            if *ours { "yes" } else { "no" }.to_owned(),
+            a.comment.clone(),
+        ]);
+    }
+    println!("{}", table.trim_fmt());
+    println!("{} active", shifts.len());
 }
 
 #[cfg(test)]
@@ -207,6 +262,7 @@ mod tests {
             status,
             reason: reason.map(str::to_owned),
             notes: vec!["Auto Scaling replaces the instances in the removed subnets".into()],
+            requires: Vec::new(),
             target: None,
             record: None,
         }

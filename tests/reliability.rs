@@ -7,12 +7,13 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use common::estate::{self, AsgSpec, EcsSpec, LambdaSpec, Seeded, Spec, VpcSpec};
 use common::proxy::{FailRule, Fault, Faults, KillWhen, Proxy};
-use common::{attr_list, attr_s, azevac, azevac_at, command, journal_items, snapshot, unordered, Moto, Snapshot, ZONE};
+use common::{
+    attr_list, attr_s, azevac, azevac_at, command, journal_items, run_watched, snapshot, unordered, Moto, Snapshot,
+    ZONE,
+};
 
 fn zones(list: &[&str]) -> Vec<String> {
     list.iter().map(|z| z.to_string()).collect()
@@ -95,23 +96,6 @@ fn thirty_percent_faults() -> Faults {
             Fault::Drop,
         ],
         ..Faults::default()
-    }
-}
-
-/// Run azevac through the proxy, registered with it so that it can be SIGKILLed at a chosen call.
-fn run_watched(proxy: &Proxy, args: &[&str]) -> Option<i32> {
-    let child = command(&proxy.endpoint, args, &[])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn azevac");
-    let child = Arc::new(Mutex::new(child));
-    proxy.watch(child.clone());
-    loop {
-        if let Some(status) = child.lock().expect("child").try_wait().expect("wait") {
-            return status.code();
-        }
-        std::thread::sleep(Duration::from_millis(5));
     }
 }
 

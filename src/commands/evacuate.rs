@@ -1,14 +1,16 @@
 //! `azevac evacuate`: plan the removal of one AZ ID's subnets from every resource, then journal
 //! (write-ahead), change, and mark done, resource by resource.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::{conclude, confirm, describe, execute, kube_clusters, Context, Phases, Prepared, EXIT_OK};
 use crate::cli;
+use crate::crosszone;
 use crate::journal::{Audit, Record};
 use crate::plan::{self, Command, Filters, Item, Plan, Request, Status};
-use crate::plugins::{eks, Plugin, Resource};
+use crate::plugins::zonal_shift::{self, Shifts};
+use crate::plugins::{asg, eks, Plugin, Resource};
 use crate::report;
 use crate::topology::{self, Zones};
 use crate::{Error, Result};
@@ -34,6 +36,9 @@ fn request(args: &cli::Evacuate) -> Request {
         drain_timeout_seconds: Some(args.drain_timeout.as_secs()),
         reason: args.reason.clone(),
         forget_missing: false,
+        zonal_shift: args.zonal_shift,
+        expires_in: Some(args.expiry.expires_in.clone()),
+        force: args.force,
     }
 }
 
@@ -61,6 +66,16 @@ pub async fn prepare(
         name_prefix: request.name_prefix.clone(),
     };
     let (mut plan, records) = make_plan(ctx, &ec2, &zone, &plugins, &filters).await?;
+    // Data plane first: the zonal shifts lead the plan, and the cross-zone check knows about them.
+    let shifts = Shifts::new(&ctx.sdk);
+    let shift_items = if request.zonal_shift || request.names(zonal_shift::TYPE) {
+        let expires_in = request.expires_in.as_deref().unwrap_or(zonal_shift::DEFAULT_EXPIRES_IN);
+        zonal_shift::evacuation(&shifts.managed(&zones).await?, &zone.id, expires_in, &records)
+    } else {
+        Vec::new()
+    };
+    guard_cross_zone(ctx, &shifts, &mut plan, &shift_items, request.force).await?;
+    plan.items.splice(0..0, shift_items);
     // Kubernetes nodes are placed by labels, not subnets: planned by their own module.
     for cluster in &clusters {
         let nodes = cluster.nodes().await?;
@@ -110,16 +125,162 @@ pub async fn carry_out(ctx: &Context, prepared: Prepared, yes: bool, wait: &cli:
     phases.end("confirm and prepare the journal");
     let by_type: BTreeMap<&str, &dyn Plugin> = plugins.iter().map(|p| (p.resource_type(), p.as_ref())).collect();
     let clusters = eks::by_name(&clusters);
-    execute(&mut plan, ctx.concurrency, ctx.progress, |item| async {
-        if item.resource_type == eks::TYPE {
-            evacuate_node(ctx, &clusters, &kube, &audit, item).await
-        } else {
-            evacuate_one(ctx, &by_type, &audit, item).await
+    let shifts = Shifts::new(&ctx.sdk);
+    let expires_in = plan.request.expires_in.clone();
+    let expires_in = expires_in.as_deref().unwrap_or(zonal_shift::DEFAULT_EXPIRES_IN);
+    let run = |item: Item| async {
+        match item.resource_type.as_str() {
+            eks::TYPE => evacuate_node(ctx, &clusters, &kube, &audit, item).await,
+            zonal_shift::TYPE => start_shift(ctx, &shifts, expires_in, &audit, item).await,
+            _ => evacuate_one(ctx, &by_type, &audit, item).await,
         }
-    })
-    .await;
+    };
+    // Traffic first, then capacity: a line that waits for a shift that did not start stays as it is.
+    let is_shift = |i: &Item| i.resource_type == zonal_shift::TYPE;
+    execute(&mut plan, ctx.concurrency, ctx.progress, is_shift, &run).await;
+    verify_shifts(&shifts, &mut plan).await;
+    plan::hold_back(&mut plan);
+    execute(&mut plan, ctx.concurrency, ctx.progress, |i| !is_shift(i), &run).await;
     phases.end("apply (with journal writes)");
     Ok(conclude(ctx, &mut plan, &plugins, wait, phases).await)
+}
+
+/// The cross-zone check on every planned Auto Scaling group line that has target groups: costs ELB
+/// reads only for those, and an ARC read only when a balancer without cross-zone load balancing
+/// is found and this plan does not list the zone's shifts already.
+async fn guard_cross_zone(
+    ctx: &Context,
+    shifts: &Shifts,
+    plan: &mut Plan,
+    shift_items: &[Item],
+    force: bool,
+) -> Result<()> {
+    let groups_of = |item: &Item| item.target.as_ref().map(asg::target_groups).unwrap_or_default();
+    let target_groups: BTreeSet<String> = plan
+        .items
+        .iter()
+        .filter(|i| i.resource_type == asg::TYPE && i.status == Status::Planned)
+        .flat_map(groups_of)
+        .collect();
+    if target_groups.is_empty() {
+        return Ok(());
+    }
+    let zonal = crosszone::zonal_balancers(&ctx.sdk, &target_groups).await?;
+    if zonal.values().all(Vec::is_empty) {
+        return Ok(());
+    }
+    let az_id = plan.az_id.clone().unwrap_or_default();
+    let mut shifted = crosszone::Shifted::default();
+    for item in shift_items {
+        // A skipped shift line has a shift (ours or not) in progress: the active list below decides.
+        if item.status == Status::Planned {
+            let arn = zonal_shift::arn_of(&item.resource).to_owned();
+            shifted.planned.insert(arn, item.resource.clone());
+        }
+    }
+    match shifts.active(None).await {
+        Ok(active) => shifted.active.extend(
+            active
+                .into_iter()
+                .filter(|(_, a)| a.away_from == az_id)
+                .map(|(arn, _)| arn),
+        ),
+        Err(e) => shifted.unknown = Some(describe(&e)),
+    }
+    for item in plan.items.iter_mut().filter(|i| i.resource_type == asg::TYPE) {
+        let balancers: Vec<crosszone::Zonal> = groups_of(item)
+            .iter()
+            .filter_map(|tg| zonal.get(tg))
+            .flatten()
+            .cloned()
+            .collect();
+        crosszone::check(item, &balancers, &shifted, force);
+    }
+    Ok(())
+}
+
+/// Journal the intent, start the shift, record its ID. The comment carries the run ID, so that
+/// `recover` finds the shift even if azevac dies before the ID is journalled.
+async fn start_shift(ctx: &Context, shifts: &Shifts, expires_in: &str, audit: &Audit, mut item: Item) -> Item {
+    let Some(target) = item.target.clone() else {
+        item.fail(format!("internal: no managed resource for {}", item.resource));
+        return item;
+    };
+    let planned = item.actions.clone().unwrap_or_default();
+    let record = match ctx
+        .journal
+        .begin(&item.az_id, &target, &[], &planned, item.record.as_ref(), audit)
+        .await
+    {
+        Ok(record) => record,
+        Err(e) => {
+            item.fail(format!("{}; nothing changed", describe(&e)));
+            return item;
+        }
+    };
+    let comment = zonal_shift::comment(&audit.run_id, audit.reason.as_deref());
+    let arn = zonal_shift::arn_of(&item.resource);
+    let outcome = match shifts.start(arn, &item.az_id, expires_in, &comment).await {
+        Ok(id) => {
+            let done = ctx
+                .journal
+                .finish(&record, Some(&[zonal_shift::started_action(&id)]))
+                .await;
+            done.map(|r| (r, id))
+        }
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok((done, id)) => {
+            item.actions = Some(vec![format!("started zonal shift {id} away from {}", item.az_id)]);
+            item.record = Some(done);
+            item.done();
+        }
+        Err(e) => {
+            item.fail(format!(
+                "{}; journal record kept in state intent (recover cancels the shift if it started)",
+                describe(&e)
+            ));
+            item.record = Some(record);
+        }
+    }
+    item
+}
+
+/// Trust, but verify: every shift this run started must be listed as active now.
+async fn verify_shifts(shifts: &Shifts, plan: &mut Plan) {
+    let started: Vec<usize> = plan
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.resource_type == zonal_shift::TYPE && i.status == Status::Done)
+        .map(|(n, _)| n)
+        .collect();
+    if started.is_empty() {
+        return;
+    }
+    let active = match shifts.active(None).await {
+        Ok(active) => active,
+        Err(e) => {
+            tracing::warn!(error = %describe(&e), "could not read back the zonal shifts");
+            return;
+        }
+    };
+    for n in started {
+        let item = &mut plan.items[n];
+        let id = item
+            .record
+            .as_ref()
+            .and_then(zonal_shift::started_id)
+            .map(str::to_owned);
+        let listed = active.iter().any(|(_, a)| a.id.is_some() && a.id == id);
+        if !listed {
+            item.fail(format!(
+                "read back: zonal shift {} is not listed as active; the journal still holds it",
+                id.unwrap_or_default()
+            ));
+        }
+    }
 }
 
 /// Discover every resource of the chosen types and decide, for each, what evacuating the zone means.

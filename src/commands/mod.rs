@@ -18,6 +18,7 @@ pub mod apply;
 pub mod evacuate;
 pub mod init;
 pub mod recover;
+pub mod shift;
 pub mod status;
 
 /// Exit code: everything done.
@@ -157,21 +158,21 @@ pub fn confirm(question: &str, yes: bool) -> Result<bool> {
     Ok(answer.trim().eq_ignore_ascii_case("yes"))
 }
 
-/// Carry out the plan's lines, at most `concurrency` resources at once. Lines about the same
-/// resource run one after another, in plan order, so that they build on each other.
-pub async fn execute<F, Fut>(plan: &mut Plan, concurrency: usize, progress: bool, run: F)
+/// Carry out the plan's planned lines that `select` picks (commands order their phases this way),
+/// at most `concurrency` resources at once. Lines about the same resource run one after another, in
+/// plan order, so that they build on each other.
+pub async fn execute<S, F, Fut>(plan: &mut Plan, concurrency: usize, progress: bool, select: S, run: F)
 where
+    S: Fn(&Item) -> bool,
     F: Fn(Item) -> Fut,
     Fut: Future<Output = Item>,
 {
-    let bar = progress_bar(
-        progress,
-        plan.items.iter().filter(|i| i.status == Status::Planned).count(),
-    );
+    let picked = |item: &Item| item.status == Status::Planned && select(item);
+    let bar = progress_bar(progress, plan.items.iter().filter(|i| picked(i)).count());
     let bar = &bar;
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, item) in plan.items.iter().enumerate() {
-        if item.status == Status::Planned {
+        if picked(item) {
             groups.entry(item.resource.clone()).or_default().push(i);
         }
     }
@@ -356,6 +357,11 @@ pub async fn conclude(
     phases.end("verify");
     settle(plan, plugins, wait).await;
     phases.end("wait");
+    report_result(ctx, plan, &phases)
+}
+
+/// Print a run's outcome (and `--stats`); returns the exit code.
+pub fn report_result(ctx: &Context, plan: &mut Plan, phases: &Phases) -> i32 {
     phases.report(ctx, plan);
     crate::report::print(plan, ctx.output, crate::report::Phase::Result);
     exit_code(plan)
@@ -393,6 +399,7 @@ pub async fn run(cli: &cli::Cli) -> Result<i32> {
         cli::Command::Evacuate(args) => evacuate::run(&ctx, args).await,
         cli::Command::Recover(args) => recover::run(&ctx, args).await,
         cli::Command::Apply(args) => apply::run(&ctx, args).await,
+        cli::Command::Shift(command) => shift::run(&ctx, command).await,
         cli::Command::Status(args) => status::run(&ctx, args).await,
         cli::Command::Completions { .. } | cli::Command::Man => Ok(EXIT_OK),
     }

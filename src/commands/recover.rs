@@ -3,10 +3,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{conclude, confirm, describe, execute, kube_clusters, Context, Phases, Prepared, EXIT_OK};
+use super::{
+    confirm, describe, execute, kube_clusters, report_result, settle, verify, Context, Phases, Prepared, EXIT_OK,
+};
 use crate::cli;
 use crate::journal::Record;
 use crate::plan::{self, Command, Item, Plan, Request};
+use crate::plugins::zonal_shift::{self, Shifts};
 use crate::plugins::{eks, Plugin, Resource};
 use crate::report;
 use crate::topology::{self, Zones};
@@ -48,6 +51,9 @@ pub async fn prepare(
     if with_nodes {
         plan_nodes(ctx, az_id, &eks::by_name(&clusters), &mut plan).await?;
     }
+    if request.types.is_empty() || request.names(zonal_shift::TYPE) {
+        plan_shifts(ctx, az_id, &mut plan).await?;
+    }
     plan.az_name = zone.map(|z| z.name);
     plan.request = request.clone();
     phases.end("discover and plan");
@@ -85,16 +91,101 @@ pub async fn carry_out(ctx: &Context, prepared: Prepared, yes: bool, wait: &cli:
     }
     phases.end("confirm");
     let by_type: BTreeMap<&str, &dyn Plugin> = plugins.iter().map(|p| (p.resource_type(), p.as_ref())).collect();
-    execute(&mut plan, ctx.concurrency, ctx.progress, |item| async {
-        if item.resource_type == eks::TYPE {
-            recover_node(ctx, &clusters, item).await
-        } else {
-            recover_one(ctx, &by_type, item).await
+    let shifts = Shifts::new(&ctx.sdk);
+    let run = |item: Item| async {
+        match item.resource_type.as_str() {
+            eks::TYPE => recover_node(ctx, &clusters, item).await,
+            zonal_shift::TYPE => cancel_shift(ctx, &shifts, item).await,
+            _ => recover_one(ctx, &by_type, item).await,
         }
-    })
+    };
+    // The safe order back: let capacity return to the zone (Auto Scaling and EKS shifts, then the
+    // subnets and nodes), wait for it if asked, and only then send load-balancer traffic there again.
+    let is_shift = |i: &Item| i.resource_type == zonal_shift::TYPE;
+    execute(
+        &mut plan,
+        ctx.concurrency,
+        ctx.progress,
+        zonal_shift::cancelled_first,
+        &run,
+    )
     .await;
+    execute(&mut plan, ctx.concurrency, ctx.progress, |i| !is_shift(i), &run).await;
     phases.end("apply (with journal writes)");
-    Ok(conclude(ctx, &mut plan, &plugins, wait, phases).await)
+    verify(&mut plan, &plugins).await;
+    phases.end("verify");
+    settle(&mut plan, &plugins, wait).await;
+    phases.end("wait");
+    let traffic_last = |i: &Item| is_shift(i) && !zonal_shift::cancelled_first(i);
+    if plan
+        .items
+        .iter()
+        .any(|i| traffic_last(i) && i.status == plan::Status::Planned)
+    {
+        if wait.wait && plan.count(plan::Status::Failed) > 0 {
+            // Capacity did not come back everywhere: keep the traffic away until it has.
+            for item in plan
+                .items
+                .iter_mut()
+                .filter(|i| traffic_last(i) && i.status == plan::Status::Planned)
+            {
+                item.fail(
+                    "not cancelled: capacity did not come back into the zone (see the failed lines); \
+                           journal record kept, run recover again once it has"
+                        .into(),
+                );
+            }
+        } else {
+            execute(&mut plan, ctx.concurrency, ctx.progress, traffic_last, &run).await;
+        }
+        phases.end("cancel load-balancer shifts");
+    }
+    Ok(report_result(ctx, &mut plan, &phases))
+}
+
+/// Cancel the shift azevac started (if it is still active), then delete the record.
+async fn cancel_shift(ctx: &Context, shifts: &Shifts, mut item: Item) -> Item {
+    let Some(record) = item.record.clone() else {
+        item.fail("internal: no journal record".into());
+        return item;
+    };
+    if let Some(id) = zonal_shift::to_cancel(&item) {
+        if let Err(e) = shifts.cancel(id).await {
+            item.fail(format!("{}; journal record kept", describe(&e)));
+            return item;
+        }
+    }
+    match ctx.journal.remove(&record).await {
+        Ok(()) => item.done(),
+        Err(e) => item.fail(format!("{}; shift cancelled, journal record kept", describe(&e))),
+    }
+    item
+}
+
+/// The zonal shift records: cancel the shifts azevac started that are still active. ARC is asked
+/// only when there is a record, so a recovery without shifts never needs the ARC API.
+async fn plan_shifts(ctx: &Context, az_id: Option<&str>, plan: &mut Plan) -> Result<()> {
+    let mut records = Vec::new();
+    for entry in ctx.journal.of_type(zonal_shift::TYPE, az_id).await? {
+        match entry {
+            Ok(record) => records.push(record),
+            Err(e) => plan.problems.push(e.to_string()),
+        }
+    }
+    if records.is_empty() {
+        return Ok(());
+    }
+    let active = Shifts::new(&ctx.sdk).active(None).await?;
+    for record in &records {
+        let arn = zonal_shift::arn_of(&record.resource);
+        let on_resource: Vec<zonal_shift::Active> = active
+            .iter()
+            .filter(|(resource, _)| resource == arn)
+            .map(|(_, a)| a.clone())
+            .collect();
+        plan.items.push(zonal_shift::recovery(record, &on_resource));
+    }
+    Ok(())
 }
 
 /// Read the journal per type, the resources' current state and which journalled subnets still

@@ -112,8 +112,13 @@ fn to_resource(group: AutoScalingGroup) -> Resource {
         tags,
         unsupported: None,
         notes: vec![REPLACEMENT_NOTE.to_owned()],
-        detail: serde_json::Value::Null,
+        detail: serde_json::json!({ "target_groups": group.target_group_arns() }),
     }
+}
+
+/// The target groups (ARNs) a group's instances are registered with, from its discovered state.
+pub fn target_groups(resource: &Resource) -> Vec<String> {
+    serde_json::from_value(resource.detail["target_groups"].clone()).unwrap_or_default()
 }
 
 /// `arn:aws:autoscaling:REGION:ACCOUNT:autoScalingGroup:UUID:autoScalingGroupName/NAME` → `NAME`.

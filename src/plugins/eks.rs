@@ -222,6 +222,7 @@ pub fn evacuation(cluster: &str, nodes: &[Node], az_id: &str, zones: &Zones, mod
                 status,
                 reason,
                 notes,
+                requires: Vec::new(),
                 target: None,
                 record: None,
             }
@@ -264,6 +265,7 @@ pub fn recovery(record: &Record, node: Option<&Node>) -> Item {
         status: Status::Planned,
         reason,
         notes: Vec::new(),
+        requires: Vec::new(),
         target: None,
         record: Some(record.clone()),
     }

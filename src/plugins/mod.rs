@@ -14,6 +14,7 @@ pub mod asg;
 pub mod ecs;
 pub mod eks;
 pub mod lambda;
+pub mod zonal_shift;
 
 /// Every plugin, in evacuation order: its `--type` value and how to build it.
 /// Adding a resource type is one file in this folder and one line here.
@@ -35,10 +36,14 @@ pub struct Setup {
     pub ecs_clusters: Vec<String>,
 }
 
-/// The `--type` values azevac knows, in evacuation order. Kubernetes nodes come last: they are not
-/// placed by subnets, so they have their own module (`eks`) rather than a registry entry.
+/// The `--type` values azevac knows, in evacuation order. Kubernetes nodes and zonal shifts come last:
+/// they are not placed by subnets, so they have their own modules rather than registry entries.
 pub fn types() -> Vec<&'static str> {
-    REGISTRY.iter().map(|(t, _)| *t).chain([eks::TYPE]).collect()
+    REGISTRY
+        .iter()
+        .map(|(t, _)| *t)
+        .chain([eks::TYPE, zonal_shift::TYPE])
+        .collect()
 }
 
 /// One resource's network placement as its service reports it now.

@@ -6,6 +6,7 @@ pub mod estate;
 pub mod kube;
 pub mod moto;
 pub mod proxy;
+pub mod zonal;
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::{Command, Stdio};
@@ -103,6 +104,24 @@ pub fn azevac_at(endpoint: &str, args: &[&str], env: &[(&str, Option<&str>)]) ->
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Run azevac through the proxy, registered with it so that it can be SIGKILLed at a chosen call;
+/// returns the exit code (`None`: killed).
+pub fn run_watched(proxy: &proxy::Proxy, args: &[&str]) -> Option<i32> {
+    let child = command(&proxy.endpoint, args, &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn azevac");
+    let child = std::sync::Arc::new(std::sync::Mutex::new(child));
+    proxy.watch(child.clone());
+    loop {
+        if let Some(status) = child.lock().expect("child").try_wait().expect("wait") {
+            return status.code();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 

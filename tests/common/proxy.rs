@@ -14,6 +14,8 @@ use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+use super::zonal::{self, FakeArc};
+
 /// When, relative to forwarding the Nth call, the process is killed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KillWhen {
@@ -78,6 +80,8 @@ struct State {
 pub struct Proxy {
     /// `http://127.0.0.1:PORT`: point AWS_ENDPOINT_URL here.
     pub endpoint: String,
+    /// The ARC zonal shift API the proxy answers itself (the emulator has none).
+    pub arc: Arc<Mutex<FakeArc>>,
     state: Arc<Mutex<State>>,
 }
 
@@ -91,6 +95,8 @@ impl Proxy {
         let (tx, rx) = std::sync::mpsc::channel();
         let upstream = upstream.to_owned();
         let shared = state.clone();
+        let arc = Arc::new(Mutex::new(FakeArc::default()));
+        let fake = arc.clone();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -103,7 +109,8 @@ impl Proxy {
                 let client: Client<_, Body> = Client::builder(TokioExecutor::new()).build_http();
                 let app = axum::Router::new().fallback(move |req: Request<Body>| {
                     let (state, client, upstream) = (shared.clone(), client.clone(), upstream.clone());
-                    async move { handle(state, client, &upstream, req).await }
+                    let fake = fake.clone();
+                    async move { handle(state, fake, client, &upstream, req).await }
                 });
                 axum::serve(listener, app).await.expect("serve");
             });
@@ -111,6 +118,7 @@ impl Proxy {
         let addr: SocketAddr = rx.recv().expect("proxy address");
         Proxy {
             endpoint: format!("http://{addr}"),
+            arc,
             state,
         }
     }
@@ -153,6 +161,7 @@ enum Decision {
 
 async fn handle(
     state: Arc<Mutex<State>>,
+    fake: Arc<Mutex<FakeArc>>,
     client: Client<hyper_util::client::legacy::connect::HttpConnector, Body>,
     upstream: &str,
     req: Request<Body>,
@@ -161,7 +170,13 @@ async fn handle(
     let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let service = service_of(&parts.headers);
-    let label = format!("{service}:{}", action_of(&parts.headers, parts.uri.path(), &text));
+    let arc = service == "arc-zonal-shift";
+    let action = if arc {
+        zonal::operation(parts.method.as_str(), parts.uri.path()).to_owned()
+    } else {
+        action_of(&parts.headers, parts.uri.path(), &text)
+    };
+    let label = format!("{service}:{action}");
 
     let (decision, latency) = {
         let mut st = state.lock().expect("state");
@@ -205,6 +220,25 @@ async fn handle(
     }
     match decision {
         Decision::Answer(fault) => error_response(&service, fault),
+        Decision::Forward { kill_after } if arc => {
+            let answer = fake.lock().expect("arc").answer(
+                parts.method.as_str(),
+                parts.uri.path(),
+                parts.uri.query().unwrap_or_default(),
+                &text,
+            );
+            if kill_after {
+                kill(&mut state.lock().expect("state"));
+                return error_response(&service, Fault::Drop);
+            }
+            let mut response = Response::builder()
+                .status(answer.status)
+                .header("content-type", "application/json");
+            if let Some(shape) = answer.error {
+                response = response.header("x-amzn-errortype", shape);
+            }
+            response.body(Body::from(answer.body.to_string())).expect("response")
+        }
         Decision::Forward { kill_after } => {
             let uri = format!(
                 "{upstream}{}",

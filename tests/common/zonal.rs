@@ -1,0 +1,297 @@
+//! A fake ARC zonal shift API, answered by the test proxy for calls signed for `arc-zonal-shift`
+//! (moto and LocalStack have none). It speaks ARC's REST/JSON wire format to the real SDK client,
+//! pages its lists (two items a page, so paginators are exercised), and refuses what ARC refuses
+//! for the calls azevac makes: an unknown resource (404), an AZ the resource is not in, an
+//! `expiresIn` outside 1m–72h or a comment over 128 characters (400 ValidationException), a second
+//! active shift on a resource (409 ZonalShiftAlreadyExists), and cancelling a shift that is not
+//! active (409 ZonalShiftStatusNotActive) or unknown (404).
+
+use serde_json::{json, Value};
+
+/// Items per page of the list calls.
+const PAGE: usize = 2;
+
+/// A resource registered for zonal shift.
+#[derive(Debug, Clone)]
+pub struct Managed {
+    /// Its ARN.
+    pub arn: String,
+    /// Its name.
+    pub name: String,
+    /// The AZ IDs it is deployed in.
+    pub az_ids: Vec<String>,
+    /// An autoshift in progress away from this AZ ID, if any.
+    pub autoshift_away_from: Option<String>,
+}
+
+/// A zonal shift the fake knows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shift {
+    /// Its ID.
+    pub id: String,
+    /// The resource ARN.
+    pub resource: String,
+    /// The AZ ID traffic moves away from.
+    pub away_from: String,
+    /// `expiresIn` as given.
+    pub expires_in: String,
+    /// The comment.
+    pub comment: String,
+    /// ACTIVE, CANCELED (or EXPIRED).
+    pub status: String,
+    /// ZONAL_SHIFT or PRACTICE_RUN.
+    pub shift_type: String,
+}
+
+/// The fake's state.
+#[derive(Debug, Default)]
+pub struct FakeArc {
+    /// Registered resources.
+    pub managed: Vec<Managed>,
+    /// Every shift started, in order.
+    pub shifts: Vec<Shift>,
+}
+
+/// An answer: HTTP status, the error type (for `x-amzn-errortype`) and the JSON body.
+pub struct Answer {
+    /// HTTP status.
+    pub status: u16,
+    /// The error shape name, for errors.
+    pub error: Option<&'static str>,
+    /// The body.
+    pub body: Value,
+}
+
+fn ok(body: Value) -> Answer {
+    Answer {
+        status: 200,
+        error: None,
+        body,
+    }
+}
+
+fn error(status: u16, shape: &'static str, message: &str, extra: Value) -> Answer {
+    let mut body = json!({ "message": message });
+    if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+        body.extend(extra.clone());
+    }
+    Answer {
+        status,
+        error: Some(shape),
+        body,
+    }
+}
+
+/// The operation name of a REST call, for the proxy's call log.
+pub fn operation(method: &str, path: &str) -> &'static str {
+    match (method, path) {
+        ("GET", "/managedresources") => "ListManagedResources",
+        ("GET", p) if p.starts_with("/managedresources/") => "GetManagedResource",
+        ("GET", "/zonalshifts") => "ListZonalShifts",
+        ("POST", "/zonalshifts") => "StartZonalShift",
+        ("DELETE", p) if p.starts_with("/zonalshifts/") => "CancelZonalShift",
+        ("PATCH", p) if p.starts_with("/zonalshifts/") => "UpdateZonalShift",
+        _ => "Unknown",
+    }
+}
+
+fn query_param(query: &str, key: &str) -> Option<String> {
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// One page of `items` from `nextToken` (an index).
+fn page(items: Vec<Value>, query: &str) -> Value {
+    let start: usize = query_param(query, "nextToken")
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0);
+    let end = (start + PAGE).min(items.len());
+    let mut body = json!({ "items": items[start.min(end)..end].to_vec() });
+    if end < items.len() {
+        body["nextToken"] = json!(end.to_string());
+    }
+    body
+}
+
+fn valid_expiry(text: &str) -> bool {
+    let (number, unit) = text.split_at(text.len().saturating_sub(1));
+    let max = match unit {
+        "m" => 4320,
+        "h" => 72,
+        _ => return false,
+    };
+    !number.starts_with('0') && number.parse::<u32>().is_ok_and(|n| (1..=max).contains(&n))
+}
+
+impl FakeArc {
+    /// Register a resource.
+    pub fn manage(&mut self, arn: &str, name: &str, az_ids: &[&str]) {
+        self.managed.push(Managed {
+            arn: arn.into(),
+            name: name.into(),
+            az_ids: az_ids.iter().map(|z| z.to_string()).collect(),
+            autoshift_away_from: None,
+        });
+    }
+
+    /// Start a shift as someone else would (the console, another tool).
+    pub fn start_by_hand(&mut self, resource: &str, away_from: &str, shift_type: &str) -> String {
+        let id = format!("shift-{}", self.shifts.len() + 1);
+        self.shifts.push(Shift {
+            id: id.clone(),
+            resource: resource.into(),
+            away_from: away_from.into(),
+            expires_in: "1h".into(),
+            comment: "started by hand".into(),
+            status: "ACTIVE".into(),
+            shift_type: shift_type.into(),
+        });
+        id
+    }
+
+    /// The active shifts.
+    pub fn active(&self) -> Vec<Shift> {
+        self.shifts.iter().filter(|s| s.status == "ACTIVE").cloned().collect()
+    }
+
+    fn shift_json(shift: &Shift) -> Value {
+        json!({
+            "zonalShiftId": shift.id, "resourceIdentifier": shift.resource, "awayFrom": shift.away_from,
+            "expiryTime": 1_900_003_600, "startTime": 1_900_000_000, "status": shift.status,
+            "comment": shift.comment, "shiftType": shift.shift_type,
+        })
+    }
+
+    /// Answer one call.
+    pub fn answer(&mut self, method: &str, path: &str, query: &str, body: &str) -> Answer {
+        match operation(method, path) {
+            "ListManagedResources" => {
+                let items = self
+                    .managed
+                    .iter()
+                    .map(|m| {
+                        let shifts: Vec<Value> = self
+                            .active()
+                            .iter()
+                            .filter(|s| s.resource == m.arn)
+                            .map(|s| {
+                                let mut v = Self::shift_json(s);
+                                v["appliedStatus"] = json!("APPLIED");
+                                v.as_object_mut().map(|o| o.remove("status"));
+                                v
+                            })
+                            .collect();
+                        let autoshifts: Vec<Value> = m
+                            .autoshift_away_from
+                            .iter()
+                            .map(|z| json!({ "appliedStatus": "APPLIED", "awayFrom": z, "startTime": 1_900_000_000 }))
+                            .collect();
+                        json!({
+                            "arn": m.arn, "name": m.name, "availabilityZones": m.az_ids,
+                            "zonalShifts": shifts, "autoshifts": autoshifts,
+                            "zonalAutoshiftStatus": "DISABLED", "practiceRunStatus": "DISABLED",
+                        })
+                    })
+                    .collect();
+                ok(page(items, query))
+            }
+            "ListZonalShifts" => {
+                let status = query_param(query, "status");
+                let resource = query_param(query, "resourceIdentifier");
+                let items = self
+                    .shifts
+                    .iter()
+                    .filter(|s| status.as_ref().is_none_or(|w| &s.status == w))
+                    .filter(|s| resource.as_ref().is_none_or(|r| &s.resource == r))
+                    .map(Self::shift_json)
+                    .collect();
+                ok(page(items, query))
+            }
+            "StartZonalShift" => self.start(body),
+            "CancelZonalShift" => {
+                let id = path.trim_start_matches("/zonalshifts/");
+                match self.shifts.iter_mut().find(|s| s.id == id) {
+                    None => error(404, "ResourceNotFoundException", "zonal shift not found", json!({})),
+                    Some(s) if s.status != "ACTIVE" => error(
+                        409,
+                        "ConflictException",
+                        "the zonal shift is not active",
+                        json!({ "reason": "ZonalShiftStatusNotActive", "zonalShiftId": id }),
+                    ),
+                    Some(s) => {
+                        s.status = "CANCELED".into();
+                        let out = Self::shift_json(s);
+                        ok(out)
+                    }
+                }
+            }
+            _ => error(404, "UnknownOperationException", "not served by the fake", json!({})),
+        }
+    }
+
+    fn start(&mut self, body: &str) -> Answer {
+        let request: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+        let text = |k: &str| request[k].as_str().map(str::to_owned);
+        let (Some(resource), Some(away_from), Some(expires_in), Some(comment)) = (
+            text("resourceIdentifier"),
+            text("awayFrom"),
+            text("expiresIn"),
+            text("comment"),
+        ) else {
+            return error(
+                400,
+                "ValidationException",
+                "missing a required field",
+                json!({ "reason": "MissingValue" }),
+            );
+        };
+        let Some(managed) = self.managed.iter().find(|m| m.arn == resource) else {
+            return error(404, "ResourceNotFoundException", "resource not found", json!({}));
+        };
+        if !managed.az_ids.contains(&away_from) {
+            return error(
+                400,
+                "ValidationException",
+                "the resource is not in that AZ",
+                json!({ "reason": "InvalidAz" }),
+            );
+        }
+        if !valid_expiry(&expires_in) {
+            return error(
+                400,
+                "ValidationException",
+                "invalid expiresIn",
+                json!({ "reason": "InvalidExpiresIn" }),
+            );
+        }
+        if comment.chars().count() > 128 {
+            return error(
+                400,
+                "ValidationException",
+                "comment too long",
+                json!({ "reason": "MissingValue" }),
+            );
+        }
+        if self.active().iter().any(|s| s.resource == resource) {
+            return error(
+                409,
+                "ConflictException",
+                "a zonal shift already exists for the resource",
+                json!({ "reason": "ZonalShiftAlreadyExists" }),
+            );
+        }
+        let shift = Shift {
+            id: format!("shift-{}", self.shifts.len() + 1),
+            resource,
+            away_from,
+            expires_in,
+            comment,
+            status: "ACTIVE".into(),
+            shift_type: "ZONAL_SHIFT".into(),
+        };
+        let out = Self::shift_json(&shift);
+        self.shifts.push(shift);
+        ok(out)
+    }
+}

@@ -1,0 +1,447 @@
+//! Data plane first (issue 8): ARC zonal shifts around the control-plane evacuation, the cross-zone
+//! check, and the order of recovery. The real binary runs against moto through the test proxy, which
+//! answers the ARC zonal shift API itself (tests/common/zonal.rs) and logs every call in order.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use aws_sdk_elasticloadbalancingv2::types::{Action, ActionTypeEnum, LoadBalancerTypeEnum, ProtocolEnum};
+
+use common::estate::{self, AsgSpec, Seeded, Spec, VpcSpec};
+use common::proxy::{FailRule, Fault, Faults, KillWhen, Proxy};
+use common::{attr_list, attr_s, azevac_at, journal_items, live_groups, run_watched, Moto, ZONE};
+
+const ZONES: [&str; 3] = ["use1-az1", "use1-az2", "use1-az4"];
+
+/// Someone else's load balancer, with a shift they started by hand.
+const OTHER_LB: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/other/42";
+/// A load balancer that is not in the zone at all.
+const FAR_LB: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/far/43";
+
+struct Setup {
+    _moto: Moto,
+    proxy: Proxy,
+    sdk: aws_config::SdkConfig,
+    _seeded: Seeded,
+    /// The network load balancer in front of `web` (cross-zone load balancing off, the NLB default).
+    nlb: String,
+    /// `web`'s ARN: an Auto Scaling group registered for zonal shift.
+    web: String,
+}
+
+impl Setup {
+    /// Groups `web` (behind the NLB) and `api`, in three zones; the NLB, `web`, and two other load
+    /// balancers registered with ARC.
+    async fn new() -> Setup {
+        let moto = Moto::start();
+        let proxy = Proxy::start(&moto.endpoint);
+        let sdk = common::sdk(&moto).await;
+        let group = |name: &str| AsgSpec {
+            name: name.into(),
+            vpc: "main".into(),
+            zones: ZONES.iter().map(|z| z.to_string()).collect(),
+            desired: 0,
+            tags: BTreeMap::new(),
+        };
+        let spec = Spec {
+            vpcs: vec![VpcSpec {
+                name: "main".into(),
+                cidr: "10.60.0.0/16".into(),
+                zones: ZONES.iter().map(|z| z.to_string()).collect(),
+            }],
+            auto_scaling_groups: vec![group("web"), group("api")],
+            ..Spec::default()
+        };
+        let seeded = estate::seed(&sdk, &spec).await;
+        let subnets: Vec<String> = ZONES.iter().map(|z| seeded.subnet("main", z)).collect();
+        let elb = aws_sdk_elasticloadbalancingv2::Client::new(&sdk);
+        let nlb = elb
+            .create_load_balancer()
+            .name("edge")
+            .r#type(LoadBalancerTypeEnum::Network)
+            .set_subnets(Some(subnets))
+            .send()
+            .await
+            .expect("CreateLoadBalancer");
+        let nlb = nlb.load_balancers()[0].load_balancer_arn().expect("arn").to_owned();
+        let tg = elb
+            .create_target_group()
+            .name("web")
+            .protocol(ProtocolEnum::Tcp)
+            .port(80)
+            .vpc_id(&seeded.vpcs["main"])
+            .send()
+            .await
+            .expect("CreateTargetGroup");
+        let tg = tg.target_groups()[0].target_group_arn().expect("arn").to_owned();
+        elb.create_listener()
+            .load_balancer_arn(&nlb)
+            .protocol(ProtocolEnum::Tcp)
+            .port(80)
+            .default_actions(
+                Action::builder()
+                    .r#type(ActionTypeEnum::Forward)
+                    .target_group_arn(&tg)
+                    .build(),
+            )
+            .send()
+            .await
+            .expect("CreateListener");
+        let autoscaling = aws_sdk_autoscaling::Client::new(&sdk);
+        autoscaling
+            .attach_load_balancer_target_groups()
+            .auto_scaling_group_name("web")
+            .target_group_arns(&tg)
+            .send()
+            .await
+            .expect("AttachLoadBalancerTargetGroups");
+        let web = autoscaling
+            .describe_auto_scaling_groups()
+            .auto_scaling_group_names("web")
+            .send()
+            .await
+            .expect("describe")
+            .auto_scaling_groups()[0]
+            .auto_scaling_group_arn()
+            .expect("arn")
+            .to_owned();
+        {
+            let mut arc = proxy.arc.lock().expect("arc");
+            arc.manage(&nlb, "edge", &ZONES);
+            arc.manage(&web, "web", &ZONES);
+            arc.manage(OTHER_LB, "other", &ZONES);
+            arc.manage(FAR_LB, "far", &["use1-az1", "use1-az4"]);
+            arc.start_by_hand(OTHER_LB, "use1-az1", "ZONAL_SHIFT");
+        }
+        Setup {
+            _moto: moto,
+            proxy,
+            sdk,
+            _seeded: seeded,
+            nlb,
+            web,
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> common::Run {
+        azevac_at(&self.proxy.endpoint, args, &[])
+    }
+
+    /// Where `label` first and last appears in the proxy's call log since the last `set`.
+    fn positions(&self, label: &str) -> Vec<usize> {
+        let calls = self.proxy.calls();
+        calls
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| *c == label)
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+fn line<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    doc["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["name"] == name)
+        .unwrap_or_else(|| panic!("no line for {name} in {doc}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shifts_traffic_first_and_undoes_it_in_the_safe_order() {
+    let setup = Setup::new().await;
+    let original = live_groups(&setup.sdk).await;
+
+    let plan = setup
+        .run(&[
+            "evacuate",
+            "--az-id",
+            ZONE,
+            "--zonal-shift",
+            "--dry-run",
+            "--output",
+            "json",
+        ])
+        .expect_code(0)
+        .json();
+    assert_eq!(plan["items"][0]["type"], "zonal-shift", "shifts lead the plan: {plan}");
+    assert_eq!(line(&plan, "edge")["status"], "planned");
+    assert_eq!(line(&plan, "web")["type"], "zonal-shift");
+    let other = line(&plan, "other");
+    assert_eq!(other["status"], "skipped");
+    assert!(other["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("shift-1 away from use1-az1 already in progress"));
+    assert!(!plan.to_string().contains("\"far\""), "not in the zone: not listed");
+    assert!(
+        setup.proxy.arc.lock().expect("arc").active().len() == 1,
+        "a dry run starts nothing"
+    );
+
+    setup.proxy.set(Faults::default());
+    let run = setup.run(&[
+        "evacuate",
+        "--az-id",
+        ZONE,
+        "--zonal-shift",
+        "--reason",
+        "INC-8",
+        "--yes",
+        "--output",
+        "json",
+    ]);
+    let result = run.expect_code(0).json();
+    assert_eq!(result["summary"]["failed"], 0, "{result}");
+    // Data plane first: every shift started before any group lost a subnet.
+    let starts = setup.positions("arc-zonal-shift:StartZonalShift");
+    let updates = setup.positions("autoscaling:UpdateAutoScalingGroup");
+    assert_eq!((starts.len(), updates.len()), (2, 2));
+    assert!(starts.iter().max() < updates.iter().min(), "{:?}", setup.proxy.calls());
+    let active = setup.proxy.arc.lock().expect("arc").active();
+    let ours: Vec<_> = active.iter().filter(|s| s.comment.starts_with("azevac run ")).collect();
+    assert_eq!(ours.len(), 2);
+    for shift in &ours {
+        assert_eq!((shift.away_from.as_str(), shift.expires_in.as_str()), (ZONE, "3h"));
+        assert!(shift.comment.ends_with(": INC-8"), "{}", shift.comment);
+    }
+    let records: Vec<_> = journal_items(&setup.sdk)
+        .await
+        .into_iter()
+        .filter(|r| attr_s(r, "resource_type") == "zonal-shift")
+        .collect();
+    assert_eq!(records.len(), 2);
+    for record in &records {
+        assert!(attr_s(record, "resource").starts_with("zonal-shift/arn:aws:"));
+        let actions = attr_list(record, "actions");
+        assert!(
+            ours.iter().any(|s| actions == [format!("zonal-shift:{}", s.id)]),
+            "{actions:?}"
+        );
+        assert_eq!(attr_s(record, "state"), "done");
+    }
+    // The group behind the NLB went, because its balancer's shift started first.
+    let web = &live_groups(&setup.sdk).await["web"];
+    assert_eq!(web.len(), 2);
+
+    // `shift list` marks azevac's; running evacuate again has nothing to do.
+    let listed = setup.run(&["shift", "list", "--output", "json"]).expect_code(0).json();
+    let flags: Vec<bool> = listed["shifts"]
+        .as_array()
+        .expect("shifts")
+        .iter()
+        .map(|s| s["started_by_azevac"].as_bool().unwrap_or(false))
+        .collect();
+    assert_eq!(flags.iter().filter(|f| **f).count(), 2, "{listed}");
+    let again = setup
+        .run(&["evacuate", "--az-id", ZONE, "--zonal-shift", "--yes"])
+        .expect_code(0);
+    assert!(again.stdout.contains("nothing to do"), "{}", again.stdout);
+
+    // Recover: the group's shift first, then the subnets, then the load balancer's shift.
+    setup.proxy.set(Faults::default());
+    setup.run(&["recover", "--yes"]).expect_code(0);
+    let cancels = setup.positions("arc-zonal-shift:CancelZonalShift");
+    let updates = setup.positions("autoscaling:UpdateAutoScalingGroup");
+    assert_eq!(cancels.len(), 2);
+    let calls = setup.proxy.calls();
+    let cancelled: Vec<String> = {
+        let arc = setup.proxy.arc.lock().expect("arc");
+        arc.shifts
+            .iter()
+            .filter(|s| s.status == "CANCELED")
+            .map(|s| s.resource.clone())
+            .collect()
+    };
+    assert_eq!(cancelled.len(), 2);
+    assert!(cancels[0] < *updates.iter().min().expect("updates"), "{calls:?}");
+    assert!(cancels[1] > *updates.iter().max().expect("updates"), "{calls:?}");
+    let (first, last, active) = {
+        let arc = setup.proxy.arc.lock().expect("arc");
+        let find = |arn: &str| arc.shifts.iter().find(|s| s.resource == arn).map(|s| s.status.clone());
+        (find(&setup.web), find(&setup.nlb), arc.active().len())
+    };
+    assert_eq!((first.as_deref(), last.as_deref()), (Some("CANCELED"), Some("CANCELED")));
+    assert_eq!(active, 1, "someone else's shift is left alone");
+    assert_eq!(live_groups(&setup.sdk).await, original);
+    assert!(journal_items(&setup.sdk).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_behind_a_zonal_load_balancer_waits_for_a_shift_or_force() {
+    let setup = Setup::new().await;
+    let dry = |extra: &[&str]| {
+        let mut args = vec![
+            "evacuate",
+            "--az-id",
+            ZONE,
+            "--type",
+            "asg",
+            "--dry-run",
+            "--output",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        setup.run(&args).expect_code(0).json()
+    };
+    let plan = dry(&[]);
+    let web = line(&plan, "web");
+    assert_eq!(web["status"], "skipped", "{plan}");
+    let reason = web["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("load balancer edge has cross-zone load balancing off") && reason.contains("--zonal-shift"),
+        "{reason}"
+    );
+    assert_eq!(line(&plan, "api")["status"], "planned", "no load balancer: no check");
+
+    let forced = dry(&["--force"]);
+    assert_eq!(line(&forced, "web")["status"], "planned");
+    assert!(line(&forced, "web")["notes"]
+        .to_string()
+        .contains("--force: load balancer edge"));
+
+    // A shift someone started by hand away from the zone is as good as ours.
+    setup
+        .proxy
+        .arc
+        .lock()
+        .expect("arc")
+        .start_by_hand(&setup.nlb, ZONE, "ZONAL_SHIFT");
+    assert_eq!(line(&dry(&[]), "web")["status"], "planned");
+
+    // Turning cross-zone load balancing on for the target group also satisfies the check.
+    setup.proxy.arc.lock().expect("arc").shifts.clear();
+    let elb = aws_sdk_elasticloadbalancingv2::Client::new(&setup.sdk);
+    let tg = elb
+        .describe_target_groups()
+        .names("web")
+        .send()
+        .await
+        .expect("describe");
+    elb.modify_target_group_attributes()
+        .target_group_arn(tg.target_groups()[0].target_group_arn().expect("arn"))
+        .attributes(
+            aws_sdk_elasticloadbalancingv2::types::TargetGroupAttribute::builder()
+                .key("load_balancing.cross_zone.enabled")
+                .value("true")
+                .build(),
+        )
+        .send()
+        .await
+        .expect("ModifyTargetGroupAttributes");
+    assert_eq!(line(&dry(&[]), "web")["status"], "planned");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shift_that_does_not_start_holds_its_group_back() {
+    let setup = Setup::new().await;
+    let original = live_groups(&setup.sdk).await;
+    setup.proxy.set(Faults {
+        rules: vec![FailRule {
+            label: "arc-zonal-shift:StartZonalShift".into(),
+            body_contains: setup.nlb.clone(),
+            fault: Fault::AccessDenied,
+        }],
+        ..Faults::default()
+    });
+    let run = setup.run(&[
+        "evacuate",
+        "--az-id",
+        ZONE,
+        "--zonal-shift",
+        "--yes",
+        "--output",
+        "json",
+    ]);
+    let result = run.expect_code(1).json();
+    assert_eq!(line(&result, "edge")["status"], "failed");
+    let web = result["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["type"] == "asg" && i["name"] == "web")
+        .expect("web's line");
+    assert_eq!(web["status"], "failed");
+    assert!(
+        web["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("waits for zonal-shift/"),
+        "{web}"
+    );
+    assert_eq!(
+        live_groups(&setup.sdk).await["web"],
+        original["web"],
+        "web kept its subnets"
+    );
+    assert_eq!(
+        live_groups(&setup.sdk).await["api"].len(),
+        2,
+        "api went: it has no load balancer"
+    );
+
+    // Recover clears the record of the shift that never started, and puts api back.
+    setup.proxy.set(Faults::default());
+    setup.run(&["recover", "--yes"]).expect_code(0);
+    assert_eq!(live_groups(&setup.sdk).await, original);
+    assert!(journal_items(&setup.sdk).await.is_empty());
+    assert_eq!(
+        setup.proxy.arc.lock().expect("arc").active().len(),
+        1,
+        "only someone else's"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_right_after_starting_a_shift_loses_nothing() {
+    // One resource at a time, so the calls come in the same order every run.
+    let args = [
+        "evacuate",
+        "--az-id",
+        ZONE,
+        "--zonal-shift",
+        "--type",
+        "zonal-shift",
+        "--concurrency",
+        "1",
+        "--yes",
+    ];
+    let rehearsal = Setup::new().await;
+    rehearsal.proxy.set(Faults::default());
+    rehearsal.run(&args).expect_code(0);
+    let first_start = rehearsal.positions("arc-zonal-shift:StartZonalShift")[0];
+
+    // The same run, killed right after ARC started the first shift and before azevac heard back.
+    let setup = Setup::new().await;
+    setup.proxy.set(Faults {
+        kill_at: Some((first_start + 1, KillWhen::AfterForward)),
+        ..Faults::default()
+    });
+    assert_eq!(run_watched(&setup.proxy, &args), None, "killed");
+    assert_eq!(setup.proxy.calls()[first_start], "arc-zonal-shift:StartZonalShift");
+    let active = setup.proxy.arc.lock().expect("arc").active();
+    assert_eq!(
+        active.len(),
+        2,
+        "someone else's and the one azevac never heard about: {active:?}"
+    );
+    let records = journal_items(&setup.sdk).await;
+    assert_eq!(records.len(), 1);
+    assert_eq!(attr_s(&records[0], "state"), "intent");
+
+    setup.proxy.set(Faults::default());
+    let recovered = setup
+        .run(&["recover", "--yes", "--output", "json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(recovered["summary"]["done"], 1, "{recovered}");
+    let active = setup.proxy.arc.lock().expect("arc").active();
+    assert_eq!(
+        active.len(),
+        1,
+        "ours was found by its run ID and cancelled: {active:?}"
+    );
+    assert!(journal_items(&setup.sdk).await.is_empty());
+}
