@@ -177,6 +177,11 @@ pub struct Evacuate {
     /// when no zonal shift moves that balancer's traffic away from the zone (warned, not refused).
     #[arg(long)]
     pub force: bool,
+    /// Pace Auto Scaling groups: suspend AZRebalance, then terminate the zone's instances N at a
+    /// time (capacity kept), each batch once the last one's replacements are InService elsewhere
+    /// (at most --wait-timeout per group). `recover` resumes what azevac suspended.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub pace: Option<u32>,
 }
 
 /// `--expires-in`, shared by the commands that start zonal shifts.

@@ -155,6 +155,15 @@ pub enum Error {
         source: BoxError,
     },
 
+    /// A change was made, but the resource did not reach the state it should within the time given.
+    #[error("{resource}: {why}")]
+    NotSettled {
+        /// The resource name.
+        resource: String,
+        /// What it did not reach, and what it looks like now.
+        why: String,
+    },
+
     /// A journal item that is missing fields or has the wrong types (written by hand, or damaged).
     #[error("journal item {az_id}/{resource} is malformed ({why}); left untouched, fix or delete it by hand")]
     BadRecord {

@@ -172,6 +172,12 @@ pub struct Request {
     /// `--force` (evacuate): go ahead past the cross-zone check, with a warning.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub force: bool,
+    /// `--pace N` (evacuate): Auto Scaling instances replaced N at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<u32>,
+    /// How long pacing waits for replacements per group, in seconds (`--wait-timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace_timeout_seconds: Option<u64>,
 }
 
 impl Request {

@@ -97,16 +97,20 @@ pub fn render(plan: &Plan, phase: Phase) -> String {
             .set_content_arrangement(ContentArrangement::Dynamic)
             .set_header(["TYPE", "RESOURCE", "AZ", changed, "SUBNETS AFTER", "STATUS", "REASON"]);
         for item in &plan.items {
-            let change = item
-                .removed_subnets
-                .as_ref()
-                .or(item.restored_subnets.as_ref())
-                .or(item.actions.as_ref());
+            let subnets = item.removed_subnets.as_ref().or(item.restored_subnets.as_ref());
+            let mut change = subnets.map(|s| s.join(" ")).unwrap_or_default();
+            if let Some(steps) = item.actions.as_ref().filter(|a| !a.is_empty()) {
+                change = if change.is_empty() {
+                    steps.join(" ")
+                } else {
+                    format!("{change} (+ {})", steps.join(", "))
+                };
+            }
             table.add_row([
                 item.resource_type.clone(),
                 item.name.clone(),
                 item.az_id.clone(),
-                change.map(|s| s.join(" ")).unwrap_or_default(),
+                change,
                 item.resulting_subnets.join(" "),
                 status_word(item.status).to_owned(),
                 item.reason.clone().unwrap_or_default(),

@@ -10,7 +10,16 @@ use std::path::Path;
 use azevac::journal::{PK, SK, TYPE_ATTR, TYPE_INDEX};
 use common::{azevac, Moto};
 
-const SERVICES: [&str; 6] = ["ec2", "autoscaling", "ecs", "lambda", "dynamodb", "sts"];
+const SERVICES: [&str; 8] = [
+    "ec2",
+    "autoscaling",
+    "ecs",
+    "lambda",
+    "dynamodb",
+    "sts",
+    "elasticloadbalancing",
+    "arc-zonal-shift",
+];
 /// Actions AWS checks on the caller on azevac's behalf (Lambda's VPC update reads the VPC's groups).
 const IMPLIED: [&str; 2] = ["ec2:DescribeSecurityGroups", "ec2:DescribeVpcs"];
 

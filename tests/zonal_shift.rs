@@ -34,6 +34,11 @@ impl Setup {
     /// Groups `web` (behind the NLB) and `api`, in three zones; the NLB, `web`, and two other load
     /// balancers registered with ARC.
     async fn new() -> Setup {
+        Setup::with_web_instances(0).await
+    }
+
+    /// The same, with `web` running this many instances (moto starts them all in its first zone).
+    async fn with_web_instances(desired: i32) -> Setup {
         let moto = Moto::start();
         let proxy = Proxy::start(&moto.endpoint);
         let sdk = common::sdk(&moto).await;
@@ -41,7 +46,7 @@ impl Setup {
             name: name.into(),
             vpc: "main".into(),
             zones: ZONES.iter().map(|z| z.to_string()).collect(),
-            desired: 0,
+            desired: if name == "web" { desired } else { 0 },
             tags: BTreeMap::new(),
         };
         let spec = Spec {
@@ -140,6 +145,21 @@ impl Setup {
     }
 }
 
+/// The Auto Scaling group's own line (its zonal shift line has the same name).
+fn group_line<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    doc["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["type"] == "asg" && i["name"] == name)
+        .unwrap_or_else(|| panic!("no group line for {name} in {doc}"))
+}
+
+/// A line's reason.
+fn reason(item: &serde_json::Value) -> &str {
+    item["reason"].as_str().unwrap_or_default()
+}
+
 fn line<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     doc["items"]
         .as_array()
@@ -171,10 +191,7 @@ async fn shifts_traffic_first_and_undoes_it_in_the_safe_order() {
     assert_eq!(line(&plan, "web")["type"], "zonal-shift");
     let other = line(&plan, "other");
     assert_eq!(other["status"], "skipped");
-    assert!(other["reason"]
-        .as_str()
-        .unwrap_or_default()
-        .contains("shift-1 away from use1-az1 already in progress"));
+    assert!(reason(other).contains("shift-1 away from use1-az1 already in progress"));
     assert!(!plan.to_string().contains("\"far\""), "not in the zone: not listed");
     assert!(
         setup.proxy.arc.lock().expect("arc").active().len() == 1,
@@ -263,7 +280,10 @@ async fn shifts_traffic_first_and_undoes_it_in_the_safe_order() {
         let find = |arn: &str| arc.shifts.iter().find(|s| s.resource == arn).map(|s| s.status.clone());
         (find(&setup.web), find(&setup.nlb), arc.active().len())
     };
-    assert_eq!((first.as_deref(), last.as_deref()), (Some("CANCELED"), Some("CANCELED")));
+    assert_eq!(
+        (first.as_deref(), last.as_deref()),
+        (Some("CANCELED"), Some("CANCELED"))
+    );
     assert_eq!(active, 1, "someone else's shift is left alone");
     assert_eq!(live_groups(&setup.sdk).await, original);
     assert!(journal_items(&setup.sdk).await.is_empty());
@@ -289,10 +309,10 @@ async fn a_group_behind_a_zonal_load_balancer_waits_for_a_shift_or_force() {
     let plan = dry(&[]);
     let web = line(&plan, "web");
     assert_eq!(web["status"], "skipped", "{plan}");
-    let reason = web["reason"].as_str().unwrap_or_default();
+    let why = reason(web);
     assert!(
-        reason.contains("load balancer edge has cross-zone load balancing off") && reason.contains("--zonal-shift"),
-        "{reason}"
+        why.contains("load balancer edge has cross-zone load balancing off") && why.contains("--zonal-shift"),
+        "{why}"
     );
     assert_eq!(line(&plan, "api")["status"], "planned", "no load balancer: no check");
 
@@ -357,20 +377,9 @@ async fn a_shift_that_does_not_start_holds_its_group_back() {
     ]);
     let result = run.expect_code(1).json();
     assert_eq!(line(&result, "edge")["status"], "failed");
-    let web = result["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .find(|i| i["type"] == "asg" && i["name"] == "web")
-        .expect("web's line");
+    let web = group_line(&result, "web");
     assert_eq!(web["status"], "failed");
-    assert!(
-        web["reason"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("waits for zonal-shift/"),
-        "{web}"
-    );
+    assert!(reason(web).contains("waits for zonal-shift/"), "{web}");
     assert_eq!(
         live_groups(&setup.sdk).await["web"],
         original["web"],
@@ -442,6 +451,49 @@ async fn a_crash_right_after_starting_a_shift_loses_nothing() {
         active.len(),
         1,
         "ours was found by its run ID and cancelled: {active:?}"
+    );
+    assert!(journal_items(&setup.sdk).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traffic_stays_away_until_capacity_is_back_in_the_zone() {
+    // moto starts web's three instances in use1-az1 and never rebalances them: after recovery the
+    // zone has no capacity, which is what `--wait` must notice before traffic is sent back.
+    let setup = Setup::with_web_instances(3).await;
+    setup
+        .run(&["evacuate", "--az-id", ZONE, "--zonal-shift", "--yes"])
+        .expect_code(0);
+    let result = setup
+        .run(&["recover", "--yes", "--wait", "--wait-timeout", "2s", "--output", "json"])
+        .expect_code(1)
+        .json();
+    let web = group_line(&result, "web");
+    assert_eq!(web["status"], "failed");
+    assert!(reason(web).contains("no instance InService in us-east-1c"), "{web}");
+    let edge = line(&result, "edge");
+    assert_eq!(edge["status"], "failed");
+    assert!(reason(edge).contains("capacity did not come back"), "{edge}");
+    let active: Vec<String> = setup
+        .proxy
+        .arc
+        .lock()
+        .expect("arc")
+        .active()
+        .iter()
+        .map(|s| s.resource.clone())
+        .collect();
+    assert!(active.contains(&setup.nlb), "the load balancer's traffic stays away");
+    assert!(
+        !active.contains(&setup.web),
+        "the group's own shift was cancelled first"
+    );
+
+    // Once the operator accepts the capacity as it is, a recover without --wait finishes the job.
+    setup.run(&["recover", "--yes"]).expect_code(0);
+    assert_eq!(
+        setup.proxy.arc.lock().expect("arc").active().len(),
+        1,
+        "only someone else's"
     );
     assert!(journal_items(&setup.sdk).await.is_empty());
 }

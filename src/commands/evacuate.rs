@@ -10,7 +10,7 @@ use crate::crosszone;
 use crate::journal::{Audit, Record};
 use crate::plan::{self, Command, Filters, Item, Plan, Request, Status};
 use crate::plugins::zonal_shift::{self, Shifts};
-use crate::plugins::{asg, eks, Plugin, Resource};
+use crate::plugins::{asg, eks, Evacuation, Plugin, Resource};
 use crate::report;
 use crate::topology::{self, Zones};
 use crate::{Error, Result};
@@ -39,6 +39,8 @@ fn request(args: &cli::Evacuate) -> Request {
         zonal_shift: args.zonal_shift,
         expires_in: Some(args.expiry.expires_in.clone()),
         force: args.force,
+        pace: args.pace,
+        pace_timeout_seconds: args.pace.map(|_| args.wait.wait_timeout.as_secs()),
     }
 }
 
@@ -65,7 +67,12 @@ pub async fn prepare(
         tags: request.tag_pairs(),
         name_prefix: request.name_prefix.clone(),
     };
-    let (mut plan, records) = make_plan(ctx, &ec2, &zone, &plugins, &filters).await?;
+    let how = Evacuation {
+        az_name: zone.name.clone(),
+        pace: request.pace,
+        timeout: Duration::from_secs(request.pace_timeout_seconds.unwrap_or(900)),
+    };
+    let (mut plan, records) = make_plan(ctx, &ec2, &zone, &plugins, &filters, &how).await?;
     // Data plane first: the zonal shifts lead the plan, and the cross-zone check knows about them.
     let shifts = Shifts::new(&ctx.sdk);
     let shift_items = if request.zonal_shift || request.names(zonal_shift::TYPE) {
@@ -291,6 +298,7 @@ async fn make_plan(
     zone: &topology::Zone,
     plugins: &[Box<dyn Plugin>],
     filters: &Filters,
+    how: &Evacuation,
 ) -> Result<(Plan, BTreeMap<String, Record>)> {
     let (zone_subnets, journal, discovered) = futures::try_join!(
         topology::subnets_in_zone(ec2, &zone.id),
@@ -310,9 +318,21 @@ async fn make_plan(
             })
             .collect();
         plugin.inspect(&mut candidates, !filters.tags.is_empty()).await?;
-        items.extend(candidates.iter().filter_map(|resource| {
-            plan::evacuation(&zone.id, resource, &zone_subnets, filters, records.get(&resource.id))
-        }));
+        for resource in &candidates {
+            let Some(mut item) =
+                plan::evacuation(&zone.id, resource, &zone_subnets, filters, records.get(&resource.id))
+            else {
+                continue;
+            };
+            // Steps besides the subnets (ASG `--pace`) ride in the target for `apply`, and in the journal.
+            if let (Status::Planned, Some(target)) = (item.status, item.target.as_mut()) {
+                let steps = plugin.plan_evacuation(target, how);
+                if !steps.is_empty() {
+                    item.actions = Some(steps);
+                }
+            }
+            items.push(item);
+        }
     }
     let plan = Plan {
         command: Command::Evacuate,
@@ -355,9 +375,10 @@ async fn evacuate_one(ctx: &Context, plugins: &BTreeMap<&str, &dyn Plugin>, audi
         return item;
     };
     let removed = item.removed_subnets.clone().unwrap_or_default();
+    let steps = item.actions.clone().unwrap_or_default();
     let record = match ctx
         .journal
-        .begin(&item.az_id, &target, &removed, &[], item.record.as_ref(), audit)
+        .begin(&item.az_id, &target, &removed, &steps, item.record.as_ref(), audit)
         .await
     {
         Ok(record) => record,

@@ -237,9 +237,16 @@ async fn make_plan(
         // line's result, so no line undoes another.
         records.sort_by(|a, b| (&a.resource, &a.az_id).cmp(&(&b.resource, &b.az_id)));
         for record in &records {
-            let item = plan::recovery(record, current.get(&record.resource), &existing, forget_missing);
+            let mut item = plan::recovery(record, current.get(&record.resource), &existing, forget_missing);
             if let Some(resource) = current.get_mut(&record.resource) {
                 resource.subnets = item.resulting_subnets.clone();
+            }
+            // Steps besides the subnets that the record says azevac took (ASG: a suspended process).
+            if let (plan::Status::Planned, Some(target)) = (item.status, item.target.as_mut()) {
+                let steps = plugin.plan_recovery(target, record);
+                if !steps.is_empty() {
+                    item.actions = Some(steps);
+                }
             }
             items.push(item);
         }

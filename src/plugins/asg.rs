@@ -1,11 +1,14 @@
 //! EC2 Auto Scaling groups: subnets live in `VPCZoneIdentifier`, a comma-separated list.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use aws_sdk_autoscaling::types::AutoScalingGroup;
+use serde::{Deserialize, Serialize};
 
-use super::{Plugin, Resource, Setup};
+use super::{Evacuation, Plugin, Resource, Setup};
+use crate::journal::Record;
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of Auto Scaling groups.
@@ -17,6 +20,34 @@ const PAGE: usize = 100;
 /// What an operator should know before an ASG loses subnets.
 const REPLACEMENT_NOTE: &str =
     "Auto Scaling terminates the instances in the removed subnets and launches replacements in the rest";
+
+/// The process that would move instances back into a zone on its own while azevac paces them out.
+const AZ_REBALANCE: &str = "AZRebalance";
+/// The journal action for a suspension azevac made (and will undo).
+const SUSPENDED: &str = "suspend:AZRebalance";
+/// How often pacing and `--wait` look at a group again while waiting.
+const POLL: Duration = Duration::from_secs(5);
+
+/// `--pace`, as planned for one group and carried to `apply` in its detail.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Pace {
+    /// Instances terminated at once.
+    batch: u32,
+    /// The zone's name (instances report their zone by name).
+    az_name: String,
+    /// Whether azevac suspends AZRebalance (it was not suspended already).
+    suspend: bool,
+    /// How long to wait for replacements in all, in seconds.
+    timeout_secs: u64,
+}
+
+/// One instance of a group, as `detail` keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Member {
+    id: String,
+    az: String,
+    state: String,
+}
 
 /// The Auto Scaling groups plugin.
 #[derive(Debug, Clone)]
@@ -79,6 +110,17 @@ impl Plugin for AutoScaling {
     }
 
     async fn apply(&self, resource: &Resource, subnets: &[String]) -> Result<()> {
+        let pace: Option<Pace> = serde_json::from_value(resource.detail["pace"].clone()).ok();
+        // Suspended first, so that Auto Scaling does not rebalance the zone out all at once.
+        if pace.as_ref().is_some_and(|p| p.suspend) {
+            self.client
+                .suspend_processes()
+                .auto_scaling_group_name(&resource.name)
+                .scaling_processes(AZ_REBALANCE)
+                .send()
+                .await
+                .map_err(|e| Error::from_sdk("autoscaling:SuspendProcesses", e))?;
+        }
         self.client
             .update_auto_scaling_group()
             .auto_scaling_group_name(&resource.name)
@@ -86,8 +128,195 @@ impl Plugin for AutoScaling {
             .send()
             .await
             .map_err(|e| Error::from_sdk("autoscaling:UpdateAutoScalingGroup", e))?;
+        if let Some(pace) = pace {
+            self.pace_out(&resource.name, &pace).await?;
+        }
+        if resource.detail["resume"].as_bool() == Some(true) {
+            self.client
+                .resume_processes()
+                .auto_scaling_group_name(&resource.name)
+                .scaling_processes(AZ_REBALANCE)
+                .send()
+                .await
+                .map_err(|e| Error::from_sdk("autoscaling:ResumeProcesses", e))?;
+        }
         Ok(())
     }
+
+    fn plan_evacuation(&self, resource: &mut Resource, how: &Evacuation) -> Vec<String> {
+        let Some(batch) = how.pace else {
+            return Vec::new();
+        };
+        let suspended: Vec<String> = serde_json::from_value(resource.detail["suspended"].clone()).unwrap_or_default();
+        let members: Vec<Member> = serde_json::from_value(resource.detail["instances"].clone()).unwrap_or_default();
+        let suspend = !suspended.iter().any(|p| p == AZ_REBALANCE);
+        let in_zone = members.iter().filter(|m| m.az == how.az_name).count();
+        resource.detail["pace"] = serde_json::json!(Pace {
+            batch,
+            az_name: how.az_name.clone(),
+            suspend,
+            timeout_secs: how.timeout.as_secs(),
+        });
+        let mut actions = Vec::new();
+        if suspend {
+            actions.push(SUSPENDED.to_owned());
+        }
+        actions.push(format!("terminate:{in_zone} in the zone, {batch} at a time"));
+        actions
+    }
+
+    fn plan_recovery(&self, resource: &mut Resource, record: &Record) -> Vec<String> {
+        if !record.actions.iter().any(|a| a == SUSPENDED) {
+            return Vec::new();
+        }
+        let suspended: Vec<String> = serde_json::from_value(resource.detail["suspended"].clone()).unwrap_or_default();
+        if !suspended.iter().any(|p| p == AZ_REBALANCE) {
+            return Vec::new();
+        }
+        resource.detail["resume"] = serde_json::json!(true);
+        vec![format!("resume:{AZ_REBALANCE}")]
+    }
+
+    async fn settle(&self, resources: &[Resource], timeout: Duration) -> Result<Vec<(String, String)>> {
+        let deadline = Instant::now() + timeout;
+        let mut waiting: Vec<String> = resources.iter().map(|r| r.id.clone()).collect();
+        eprintln!(
+            "azevac: waiting up to {} for {} Auto Scaling group(s) to have their capacity InService in their zones",
+            humantime::format_duration(timeout),
+            waiting.len()
+        );
+        loop {
+            let groups = self.read(&waiting).await?;
+            let mut unsettled = Vec::new();
+            for id in &waiting {
+                let why = match groups.get(id) {
+                    None => Some("the group no longer exists".to_owned()),
+                    Some(group) => capacity_in_place(group).err(),
+                };
+                if let Some(why) = why {
+                    unsettled.push((id.clone(), why));
+                }
+            }
+            if unsettled.is_empty() {
+                return Ok(Vec::new());
+            }
+            if Instant::now() + POLL > deadline {
+                return Ok(unsettled
+                    .into_iter()
+                    .map(|(id, why)| {
+                        (
+                            id,
+                            format!("not settled within {}: {why}", humantime::format_duration(timeout)),
+                        )
+                    })
+                    .collect());
+            }
+            waiting = unsettled.into_iter().map(|(id, _)| id).collect();
+            tokio::time::sleep(POLL).await;
+        }
+    }
+}
+
+impl AutoScaling {
+    /// One group as it is now.
+    async fn group(&self, name: &str) -> Result<AutoScalingGroup> {
+        let out = self
+            .client
+            .describe_auto_scaling_groups()
+            .auto_scaling_group_names(name)
+            .send()
+            .await
+            .map_err(|e| Error::from_sdk("autoscaling:DescribeAutoScalingGroups", e))?;
+        out.auto_scaling_groups()
+            .first()
+            .cloned()
+            .ok_or_else(|| Error::NotSettled {
+                resource: name.to_owned(),
+                why: "the group no longer exists".into(),
+            })
+    }
+
+    /// `--pace`: terminate the zone's instances `batch` at a time without lowering the desired
+    /// capacity, each batch only once the group's capacity is whole again (the previous batch's
+    /// replacements InService in the other zones).
+    async fn pace_out(&self, name: &str, pace: &Pace) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(pace.timeout_secs);
+        loop {
+            let group = self.group(name).await?;
+            let members = members(&group);
+            let (in_zone, elsewhere): (Vec<&Member>, Vec<&Member>) = members.iter().partition(|m| m.az == pace.az_name);
+            let staying: Vec<&Member> = in_zone
+                .into_iter()
+                .filter(|m| !m.state.starts_with("Terminating"))
+                .collect();
+            if staying.is_empty() {
+                return Ok(());
+            }
+            let serving = elsewhere.iter().filter(|m| m.state == "InService").count() + staying.len();
+            let whole = serving >= usize::try_from(group.desired_capacity().unwrap_or(0)).unwrap_or(0);
+            if whole {
+                for member in staying.iter().take(pace.batch as usize) {
+                    self.client
+                        .terminate_instance_in_auto_scaling_group()
+                        .instance_id(&member.id)
+                        .should_decrement_desired_capacity(false)
+                        .send()
+                        .await
+                        .map_err(|e| Error::from_sdk("autoscaling:TerminateInstanceInAutoScalingGroup", e))?;
+                }
+                tracing::info!(group = name, left = staying.len(), "paced a batch out of the zone");
+                continue;
+            }
+            if Instant::now() + POLL > deadline {
+                return Err(Error::NotSettled {
+                    resource: name.to_owned(),
+                    why: format!(
+                        "replacements not InService within {}s; {} instance(s) still in {} (subnets already removed)",
+                        pace.timeout_secs,
+                        staying.len(),
+                        pace.az_name
+                    ),
+                });
+            }
+            eprintln!("azevac: {name}: waiting for replacements to be InService before the next batch");
+            tokio::time::sleep(POLL).await;
+        }
+    }
+}
+
+/// A group's instances with their zone and lifecycle state.
+fn members(group: &AutoScalingGroup) -> Vec<Member> {
+    group
+        .instances()
+        .iter()
+        .map(|i| Member {
+            id: i.instance_id().unwrap_or_default().to_owned(),
+            az: i.availability_zone().unwrap_or_default().to_owned(),
+            state: i.lifecycle_state().map(|s| s.as_str().to_owned()).unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// Whether a group's capacity is where its subnets are (`--wait`): as many instances InService as
+/// desired, none outside its zones, and, when it has enough instances for every zone, at least one
+/// InService in each (capacity is back in a recovered zone).
+fn capacity_in_place(group: &Resource) -> std::result::Result<(), String> {
+    let members: Vec<Member> = serde_json::from_value(group.detail["instances"].clone()).unwrap_or_default();
+    let zones: Vec<String> = serde_json::from_value(group.detail["zones"].clone()).unwrap_or_default();
+    let desired = group.detail["desired"].as_u64().unwrap_or(0) as usize;
+    let serving: Vec<&Member> = members.iter().filter(|m| m.state == "InService").collect();
+    if serving.len() < desired {
+        return Err(format!("{} of {desired} instances InService", serving.len()));
+    }
+    if let Some(stray) = members.iter().find(|m| !zones.contains(&m.az)) {
+        return Err(format!("instance {} is still in {}", stray.id, stray.az));
+    }
+    if desired >= zones.len() {
+        if let Some(empty) = zones.iter().find(|z| !serving.iter().any(|m| &m.az == *z)) {
+            return Err(format!("no instance InService in {empty} yet"));
+        }
+    }
+    Ok(())
 }
 
 fn to_resource(group: AutoScalingGroup) -> Resource {
@@ -112,7 +341,17 @@ fn to_resource(group: AutoScalingGroup) -> Resource {
         tags,
         unsupported: None,
         notes: vec![REPLACEMENT_NOTE.to_owned()],
-        detail: serde_json::json!({ "target_groups": group.target_group_arns() }),
+        detail: serde_json::json!({
+            "target_groups": group.target_group_arns(),
+            "instances": members(&group),
+            "zones": group.availability_zones(),
+            "desired": group.desired_capacity().unwrap_or(0),
+            "suspended": group
+                .suspended_processes()
+                .iter()
+                .filter_map(|p| p.process_name())
+                .collect::<Vec<_>>(),
+        }),
     }
 }
 
@@ -130,6 +369,48 @@ fn name_from_arn(arn: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn group(desired: u64, zones: &[&str], members: &[(&str, &str)]) -> Resource {
+        let members: Vec<Member> = members
+            .iter()
+            .enumerate()
+            .map(|(n, (az, state))| Member {
+                id: format!("i-{n}"),
+                az: az.to_string(),
+                state: state.to_string(),
+            })
+            .collect();
+        Resource {
+            detail: serde_json::json!({ "instances": members, "zones": zones, "desired": desired }),
+            ..Resource::default()
+        }
+    }
+
+    #[test]
+    fn capacity_is_in_place_when_every_zone_serves() {
+        let zones = ["us-east-1b", "us-east-1c"];
+        let ok = group(2, &zones, &[("us-east-1b", "InService"), ("us-east-1c", "InService")]);
+        assert_eq!(capacity_in_place(&ok), Ok(()));
+        let short = group(2, &zones, &[("us-east-1b", "InService"), ("us-east-1c", "Pending")]);
+        assert_eq!(capacity_in_place(&short), Err("1 of 2 instances InService".into()));
+        let lopsided = group(2, &zones, &[("us-east-1b", "InService"), ("us-east-1b", "InService")]);
+        assert_eq!(
+            capacity_in_place(&lopsided),
+            Err("no instance InService in us-east-1c yet".into())
+        );
+        let stray = group(
+            1,
+            &["us-east-1b"],
+            &[("us-east-1b", "InService"), ("us-east-1c", "InService")],
+        );
+        assert!(capacity_in_place(&stray)
+            .err()
+            .unwrap_or_default()
+            .contains("still in us-east-1c"));
+        // Fewer instances than zones: one zone may stay empty.
+        let small = group(1, &zones, &[("us-east-1b", "InService")]);
+        assert_eq!(capacity_in_place(&small), Ok(()));
+    }
 
     #[test]
     fn name_comes_from_the_arn() {

@@ -90,11 +90,35 @@ pub trait Plugin: Send + Sync {
         Ok(())
     }
 
+    /// Add the steps an evacuation of this resource takes besides its subnets (ASG: `--pace`),
+    /// recorded in its `detail` for `apply`; returns them as journal actions. Most types have none.
+    fn plan_evacuation(&self, _resource: &mut Resource, _how: &Evacuation) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Add what recovering this resource undoes besides its subnets, from the journal record's
+    /// actions (ASG: resume what azevac suspended), recorded in its `detail` for `apply`; returns
+    /// the steps as shown in the plan. Most types have none.
+    fn plan_recovery(&self, _resource: &mut Resource, _record: &crate::journal::Record) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Wait until the changed resources have settled (`--wait`), at most `timeout`. Returns the
     /// resources that did not, with why. Most types settle on their own.
     async fn settle(&self, _resources: &[Resource], _timeout: Duration) -> Result<Vec<(String, String)>> {
         Ok(Vec::new())
     }
+}
+
+/// How an evacuation is carried out, for the plugins that pace it.
+#[derive(Debug, Clone, Default)]
+pub struct Evacuation {
+    /// This account's name of the zone being evacuated.
+    pub az_name: String,
+    /// `--pace N`: replace the zone's instances N at a time (Auto Scaling).
+    pub pace: Option<u32>,
+    /// How long pacing may wait for replacements, per resource.
+    pub timeout: Duration,
 }
 
 /// The plugins for these types (every type when `types` is empty), in evacuation order.
