@@ -1,6 +1,7 @@
 //! The crate's one error type, so every layer can tell "bad input" from "AWS said no" from "a race".
 
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_smithy_runtime_api::http::Response as HttpResponse;
 
 /// A boxed cause, kept so `{:#}` shows the whole chain down to the SDK's message.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -125,6 +126,21 @@ pub enum Error {
         source: BoxError,
     },
 
+    /// The endpoint answered with something that is no AWS error at all: it does not serve this API.
+    #[error(
+        "{operation}: the endpoint answered HTTP {status} with no AWS error, so it does not serve this API \
+         (moto and LocalStack have no ARC zonal shift: leave out --zonal-shift there)"
+    )]
+    Unsupported {
+        /// The call.
+        operation: &'static str,
+        /// The HTTP status it got.
+        status: u16,
+        /// The SDK's error.
+        #[source]
+        source: BoxError,
+    },
+
     /// The region's Availability Zones could not be listed: almost always a wrong region or endpoint.
     #[error("cannot list the Availability Zones of region {region:?}: check --region / AWS_REGION and --endpoint-url")]
     WrongRegion {
@@ -187,6 +203,7 @@ impl Error {
             | Error::AccessDenied { .. }
             | Error::NoCredentials { .. }
             | Error::Unreachable { .. }
+            | Error::Unsupported { .. }
             | Error::WrongRegion { .. } => 2,
             _ => 1,
         }
@@ -198,12 +215,25 @@ impl Error {
     }
 
     /// Classify a failed SDK call of any service into our variants, keeping the SDK error as the source.
-    pub fn from_sdk<E, R>(operation: &'static str, err: SdkError<E, R>) -> Self
+    pub fn from_sdk<E>(operation: &'static str, err: SdkError<E, HttpResponse>) -> Self
     where
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-        R: std::fmt::Debug + Send + Sync + 'static,
     {
         let code = err.code().unwrap_or_default().to_owned();
+        // An answer that is no AWS error at all (a 404, or an HTML error page): the endpoint does not
+        // serve this API. Emulators answer so for services they lack.
+        let raw = err.raw_response();
+        let status = raw.map(|r| r.status().as_u16());
+        let html = raw
+            .and_then(|r| r.headers().get("content-type"))
+            .is_some_and(|t| t.starts_with("text/html"));
+        if code.is_empty() && (status == Some(404) || html) {
+            return Error::Unsupported {
+                operation,
+                status: status.unwrap_or_default(),
+                source: Box::new(err),
+            };
+        }
         let chain = DisplayErrorContext(&err).to_string();
         let dispatch = matches!(err, SdkError::DispatchFailure(_));
         let construction = matches!(err, SdkError::ConstructionFailure(_));

@@ -19,6 +19,7 @@ use serde::Serialize;
 use crate::error::BoxError;
 use crate::plugins::Resource;
 use crate::{Error, Result};
+use aws_smithy_runtime_api::http::Response as HttpResponse;
 
 /// The table name used when `--table` is not given.
 pub const DEFAULT_TABLE: &str = "azevac-journal";
@@ -420,10 +421,9 @@ impl Journal {
         Ok(())
     }
 
-    fn map_err<E, R>(&self, operation: &'static str, err: SdkError<E, R>) -> Error
+    fn map_err<E>(&self, operation: &'static str, err: SdkError<E, HttpResponse>) -> Error
     where
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-        R: std::fmt::Debug + Send + Sync + 'static,
     {
         if err.code() == Some("ResourceNotFoundException") {
             return Error::TableMissing {
@@ -435,10 +435,15 @@ impl Journal {
         Error::from_sdk(operation, err)
     }
 
-    fn map_write_err<E, R>(&self, operation: &'static str, az_id: &str, resource: &str, err: SdkError<E, R>) -> Error
+    fn map_write_err<E>(
+        &self,
+        operation: &'static str,
+        az_id: &str,
+        resource: &str,
+        err: SdkError<E, HttpResponse>,
+    ) -> Error
     where
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-        R: std::fmt::Debug + Send + Sync + 'static,
     {
         if err.code() == Some("ConditionalCheckFailedException") {
             return Error::JournalConflict {

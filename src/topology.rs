@@ -44,7 +44,7 @@ impl Zones {
             match Error::from_sdk("ec2:DescribeAvailabilityZones", e) {
                 // The first call of every command: an answer that makes no sense means a wrong
                 // region or endpoint far more often than a broken service.
-                Error::Aws { source, .. } => Error::WrongRegion {
+                Error::Aws { source, .. } | Error::Unsupported { source, .. } => Error::WrongRegion {
                     region: region.to_owned(),
                     source,
                 },

@@ -13,6 +13,8 @@
 //! | no credentials                         | 2    | set AWS_PROFILE or the key variables          |
 //! | access denied                          | 2    | the denied action, and the IAM policy         |
 //! | endpoint unreachable                   | 2    | check --region / --endpoint-url               |
+//! | `--zonal-shift` against an emulator    | 2    | the endpoint does not serve ARC zonal shift   |
+//! | `--expires-in` outside ARC's range     | 2    | minutes or hours, 1m to 72h                   |
 //! | empty estate                           | 0    | nothing to do                                 |
 //! | an AZ with nothing in it               | 0    | nothing to do                                 |
 
@@ -76,6 +78,22 @@ async fn every_bad_input_is_refused_with_one_line_and_changes_nothing() {
     refused(
         azevac(&moto, &["evacuate", "--az-id", ZONE, "--tag", "team", "--yes"]),
         "expected KEY=VALUE",
+    );
+    // moto answers ARC calls with an HTML 500 page, which the SDK retries: two attempts are enough here.
+    refused(
+        azevac_at(
+            &moto.endpoint,
+            &["evacuate", "--az-id", ZONE, "--zonal-shift", "--yes"],
+            &[("AWS_MAX_ATTEMPTS", Some("2"))],
+        ),
+        "does not serve this API (moto and LocalStack have no ARC zonal shift",
+    );
+    refused(
+        azevac(
+            &moto,
+            &["shift", "start", "--az-id", ZONE, "--expires-in", "4d", "--yes"],
+        ),
+        "expected minutes (1m to 4320m) or hours (1h to 72h)",
     );
     refused(
         azevac(&moto, &["evacuate", "--az-id", ZONE]),

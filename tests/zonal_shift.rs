@@ -497,3 +497,59 @@ async fn traffic_stays_away_until_capacity_is_back_in_the_zone() {
     );
     assert!(journal_items(&setup.sdk).await.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shift_start_and_cancel_touch_only_the_shifts() {
+    let setup = Setup::new().await;
+    let original = live_groups(&setup.sdk).await;
+    let dry = setup
+        .run(&["shift", "start", "--az-id", ZONE, "--dry-run", "--output", "json"])
+        .expect_code(0)
+        .json();
+    assert!(
+        dry["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .all(|i| i["type"] == "zonal-shift"),
+        "{dry}"
+    );
+    assert_eq!(dry["summary"]["planned"], 2);
+    setup
+        .run(&[
+            "shift",
+            "start",
+            "--az-id",
+            ZONE,
+            "--expires-in",
+            "90m",
+            "--reason",
+            "INC-9",
+            "--yes",
+        ])
+        .expect_code(0);
+    let ours: Vec<_> = setup
+        .proxy
+        .arc
+        .lock()
+        .expect("arc")
+        .active()
+        .into_iter()
+        .filter(|s| s.comment.contains("INC-9"))
+        .collect();
+    assert_eq!(ours.len(), 2);
+    assert!(ours.iter().all(|s| s.expires_in == "90m"));
+    assert_eq!(live_groups(&setup.sdk).await, original, "no control-plane change");
+    let listed = setup.run(&["shift", "list", "--az-id", ZONE]).expect_code(0);
+    assert!(listed.stdout.contains("2 active"), "{}", listed.stdout);
+
+    setup.run(&["shift", "cancel", "--az-id", ZONE, "--yes"]).expect_code(0);
+    assert_eq!(
+        setup.proxy.arc.lock().expect("arc").active().len(),
+        1,
+        "only someone else's"
+    );
+    assert!(journal_items(&setup.sdk).await.is_empty());
+    let again = setup.run(&["shift", "cancel", "--yes"]).expect_code(0);
+    assert!(again.stdout.contains("nothing to do"), "{}", again.stdout);
+}
