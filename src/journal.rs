@@ -10,9 +10,10 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ReturnValue, ScalarAttributeType, TableStatus,
+    AttributeDefinition, AttributeValue, BillingMode, Delete, GlobalSecondaryIndex, KeySchemaElement, KeyType,
+    Projection, ProjectionType, Put, ScalarAttributeType, TableStatus, TransactWriteItem, Update,
 };
 use serde::Serialize;
 
@@ -296,129 +297,213 @@ impl Journal {
         existing: Option<&Record>,
         audit: &Audit,
     ) -> Result<Record> {
+        let entry = Begin {
+            az_id,
+            resource,
+            removed,
+            actions,
+            existing,
+        };
+        one(self.begin_many(&[entry], audit).await)
+    }
+
+    /// [`Journal::begin`] for many resources at once: one call per [`BATCH`] records. Each record
+    /// succeeds or fails (a lost race) on its own.
+    pub async fn begin_many(&self, entries: &[Begin<'_>], audit: &Audit) -> Vec<Result<Record>> {
         let now = now();
-        let Some(existing) = existing else {
-            let record = Record {
-                az_id: az_id.to_owned(),
-                resource: resource.id.clone(),
-                resource_type: resource.resource_type.to_owned(),
-                removed_subnets: removed.to_vec(),
-                state: State::Intent,
-                version: 1,
-                resource_name: Some(resource.name.clone()),
-                original_subnets: resource.subnets.clone(),
-                actions: actions.to_vec(),
-                run_id: Some(audit.run_id.clone()),
-                evacuated_by: Some(audit.caller.clone()),
-                reason: audit.reason.clone(),
-                azevac_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
-                created_at: Some(now.clone()),
-                updated_at: Some(now),
-            };
-            self.client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(to_item(&record)))
-                .condition_expression("attribute_not_exists(#sk)")
-                .expression_attribute_names("#sk", SK)
-                .send()
-                .await
-                .map_err(|e| self.map_write_err("dynamodb:PutItem", az_id, &resource.id, e))?;
-            return Ok(record);
-        };
-        let union = |old: &[String], new: &[String]| {
-            let mut all = old.to_vec();
-            all.extend(new.iter().filter(|s| !old.contains(s)).cloned());
-            all
-        };
-        let merged = union(&existing.removed_subnets, removed);
-        let merged_actions = union(&existing.actions, actions);
-        // The reason of an earlier run stays unless this run gives one.
-        let set_reason = if audit.reason.is_some() { ", reason = :why" } else { "" };
-        let mut update = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(PK, s(az_id))
-            .key(SK, s(&resource.id))
-            .update_expression(format!(
-                "SET removed_subnets = :removed, actions = :actions, #state = :state, #version = :next, \
-                 updated_at = :now, run_id = :run, evacuated_by = :who, azevac_version = :ver{set_reason}"
-            ))
-            .condition_expression("#version = :expected")
-            .expression_attribute_names("#state", "state")
-            .expression_attribute_names("#version", "version")
-            .expression_attribute_values(":removed", list(&merged))
-            .expression_attribute_values(":actions", list(&merged_actions))
-            .expression_attribute_values(":state", s(State::Intent.as_str()))
-            .expression_attribute_values(":next", n(existing.version + 1))
-            .expression_attribute_values(":expected", n(existing.version))
-            .expression_attribute_values(":now", s(&now))
-            .expression_attribute_values(":run", s(&audit.run_id))
-            .expression_attribute_values(":who", s(&audit.caller))
-            .expression_attribute_values(":ver", s(env!("CARGO_PKG_VERSION")))
-            .return_values(ReturnValue::AllNew);
-        if let Some(reason) = &audit.reason {
-            update = update.expression_attribute_values(":why", s(reason));
-        }
-        let out = update
-            .send()
+        let (writes, records): (Vec<Write>, Vec<Record>) = entries.iter().map(|e| begin_write(e, audit, &now)).unzip();
+        self.commit(writes)
             .await
-            .map_err(|e| self.map_write_err("dynamodb:UpdateItem", az_id, &resource.id, e))?;
-        out.attributes().map(parse).unwrap_or_else(|| {
-            Err(Error::BadRecord {
-                az_id: az_id.to_owned(),
-                resource: resource.id.clone(),
-                why: "UpdateItem returned no attributes".into(),
-            })
-        })
+            .into_iter()
+            .zip(records)
+            .map(|(outcome, record)| outcome.map(|()| record))
+            .collect()
     }
 
     /// Mark a record's change as made; `actions` replaces the recorded actions with what was actually
     /// done (a node someone else cordoned meanwhile is not ours to uncordon).
     pub async fn finish(&self, record: &Record, actions: Option<&[String]>) -> Result<Record> {
-        let actions = actions
-            .map(<[String]>::to_vec)
-            .unwrap_or_else(|| record.actions.clone());
-        self.client
-            .update_item()
-            .table_name(&self.table)
-            .key(PK, s(&record.az_id))
-            .key(SK, s(&record.resource))
-            .update_expression("SET #state = :done, #version = :next, updated_at = :now, actions = :actions")
-            .expression_attribute_values(":actions", list(&actions))
-            .condition_expression("#version = :expected")
-            .expression_attribute_names("#state", "state")
-            .expression_attribute_names("#version", "version")
-            .expression_attribute_values(":done", s(State::Done.as_str()))
-            .expression_attribute_values(":next", n(record.version + 1))
-            .expression_attribute_values(":expected", n(record.version))
-            .expression_attribute_values(":now", s(&now()))
-            .send()
-            .await
-            .map_err(|e| self.map_write_err("dynamodb:UpdateItem", &record.az_id, &record.resource, e))?;
-        Ok(Record {
-            state: State::Done,
-            version: record.version + 1,
-            actions,
+        let done = Record {
+            actions: actions.map_or_else(|| record.actions.clone(), <[String]>::to_vec),
             ..record.clone()
-        })
+        };
+        one(self.finish_many(&[done]).await)
+    }
+
+    /// Mark many records' changes as made (their `actions` as given): one call per [`BATCH`].
+    pub async fn finish_many(&self, records: &[Record]) -> Vec<Result<Record>> {
+        let now = now();
+        let writes = records.iter().map(|record| finish_write(record, &now)).collect();
+        self.commit(writes)
+            .await
+            .into_iter()
+            .zip(records)
+            .map(|(outcome, record)| {
+                outcome.map(|()| Record {
+                    state: State::Done,
+                    version: record.version + 1,
+                    updated_at: Some(now.clone()),
+                    ..record.clone()
+                })
+            })
+            .collect()
     }
 
     /// Delete a record, only if nobody has written it since it was read.
     pub async fn remove(&self, record: &Record) -> Result<()> {
-        self.client
-            .delete_item()
-            .table_name(&self.table)
-            .key(PK, s(&record.az_id))
-            .key(SK, s(&record.resource))
-            .condition_expression("#version = :expected")
-            .expression_attribute_names("#version", "version")
-            .expression_attribute_values(":expected", n(record.version))
-            .send()
-            .await
-            .map_err(|e| self.map_write_err("dynamodb:DeleteItem", &record.az_id, &record.resource, e))?;
-        Ok(())
+        one(self.remove_many(std::slice::from_ref(record)).await)
+    }
+
+    /// Delete many records, each only if nobody has written it since: one call per [`BATCH`].
+    pub async fn remove_many(&self, records: &[Record]) -> Vec<Result<()>> {
+        let writes = records.iter().map(remove_write).collect();
+        self.commit(writes).await
+    }
+
+    /// Make conditional writes: one alone as a plain PutItem/UpdateItem/DeleteItem, more together as
+    /// transactions of up to [`BATCH`]. A transaction is all or nothing, so when DynamoDB cancels
+    /// one, the writes whose condition failed get their conflict and the innocent ones are sent again.
+    async fn commit(&self, writes: Vec<Write>) -> Vec<Result<()>> {
+        if writes.len() == 1 {
+            let write = &writes[0];
+            return vec![self.commit_one(write).await];
+        }
+        let mut results: Vec<Option<Result<()>>> = writes.iter().map(|_| None).collect();
+        let indices: Vec<usize> = (0..writes.len()).collect();
+        for chunk in indices.chunks(BATCH) {
+            let mut pending = chunk.to_vec();
+            for _ in 0..CANCELLED_TRIES {
+                if pending.is_empty() {
+                    break;
+                }
+                let items: Result<Vec<TransactWriteItem>> =
+                    pending.iter().map(|&i| writes[i].transact(&self.table)).collect();
+                let sent = match items {
+                    Ok(items) => {
+                        self.client
+                            .transact_write_items()
+                            .set_transact_items(Some(items))
+                            .send()
+                            .await
+                    }
+                    Err(e) => {
+                        let text = describe_err(&e);
+                        for &i in &pending {
+                            results[i] = Some(Err(other("dynamodb:TransactWriteItems", &text)));
+                        }
+                        pending.clear();
+                        break;
+                    }
+                };
+                let err = match sent {
+                    Ok(_) => {
+                        for &i in &pending {
+                            results[i] = Some(Ok(()));
+                        }
+                        pending.clear();
+                        break;
+                    }
+                    Err(err) => err,
+                };
+                let reasons: Option<Vec<Option<String>>> = err
+                    .as_service_error()
+                    .and_then(|e| match e {
+                        TransactWriteItemsError::TransactionCanceledException(c) => Some(c),
+                        _ => None,
+                    })
+                    .map(|c| {
+                        c.cancellation_reasons()
+                            .iter()
+                            .map(|r| r.code().filter(|c| *c != "None").map(str::to_owned))
+                            .collect()
+                    })
+                    .filter(|reasons: &Vec<Option<String>>| reasons.len() == pending.len());
+                let Some(reasons) = reasons else {
+                    // Not a per-item cancellation (throttled past the SDK's retries, no table...).
+                    let text = describe_err(&self.map_err("dynamodb:TransactWriteItems", err));
+                    for &i in &pending {
+                        results[i] = Some(Err(other("dynamodb:TransactWriteItems", &text)));
+                    }
+                    pending.clear();
+                    break;
+                };
+                let mut again = Vec::new();
+                for (&i, reason) in pending.iter().zip(reasons) {
+                    match reason.as_deref() {
+                        // Innocent, or caught up in another transaction on the item: send again.
+                        None | Some("TransactionConflict") | Some("ThrottlingError") => again.push(i),
+                        Some("ConditionalCheckFailed") => results[i] = Some(Err(writes[i].conflict(&err))),
+                        Some(code) => {
+                            results[i] = Some(Err(other(
+                                "dynamodb:TransactWriteItems",
+                                &format!("{}/{}: {code}", writes[i].az_id, writes[i].resource),
+                            )))
+                        }
+                    }
+                }
+                pending = again;
+            }
+            for i in pending {
+                results[i] = Some(Err(other(
+                    "dynamodb:TransactWriteItems",
+                    &format!(
+                        "{}/{}: transaction kept being cancelled",
+                        writes[i].az_id, writes[i].resource
+                    ),
+                )));
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(other("dynamodb:TransactWriteItems", "not sent"))))
+            .collect()
+    }
+
+    /// One conditional write, as a plain single-item call.
+    async fn commit_one(&self, write: &Write) -> Result<()> {
+        let names = Some(write.names.clone()).filter(|n| !n.is_empty());
+        let values = Some(write.values.clone()).filter(|v| !v.is_empty());
+        match &write.kind {
+            WriteKind::Put(item) => self
+                .client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(item.clone()))
+                .condition_expression(&write.condition)
+                .set_expression_attribute_names(names)
+                .set_expression_attribute_values(values)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| self.map_write_err("dynamodb:PutItem", &write.az_id, &write.resource, e)),
+            WriteKind::Update(expression) => self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .key(PK, s(&write.az_id))
+                .key(SK, s(&write.resource))
+                .update_expression(expression)
+                .condition_expression(&write.condition)
+                .set_expression_attribute_names(names)
+                .set_expression_attribute_values(values)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| self.map_write_err("dynamodb:UpdateItem", &write.az_id, &write.resource, e)),
+            WriteKind::Delete => self
+                .client
+                .delete_item()
+                .table_name(&self.table)
+                .key(PK, s(&write.az_id))
+                .key(SK, s(&write.resource))
+                .condition_expression(&write.condition)
+                .set_expression_attribute_names(names)
+                .set_expression_attribute_values(values)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| self.map_write_err("dynamodb:DeleteItem", &write.az_id, &write.resource, e)),
+        }
     }
 
     fn map_err<E>(&self, operation: &'static str, err: SdkError<E, HttpResponse>) -> Error
@@ -454,6 +539,243 @@ impl Journal {
         }
         self.map_err(operation, err)
     }
+}
+
+/// Most writes DynamoDB takes in one transaction.
+pub const BATCH: usize = 100;
+/// Transactions sent again for their innocent writes after a cancellation.
+const CANCELLED_TRIES: usize = 5;
+
+/// One resource's write-ahead, for [`Journal::begin_many`].
+#[derive(Debug, Clone, Copy)]
+pub struct Begin<'a> {
+    /// The AZ ID.
+    pub az_id: &'a str,
+    /// The resource as discovered.
+    pub resource: &'a Resource,
+    /// The subnets being taken away.
+    pub removed: &'a [String],
+    /// What else is being done to it.
+    pub actions: &'a [String],
+    /// Its record in this zone from an earlier run, if any.
+    pub existing: Option<&'a Record>,
+}
+
+/// A conditional write of one record, sendable alone or in a transaction.
+#[derive(Debug, Clone)]
+struct Write {
+    az_id: String,
+    resource: String,
+    kind: WriteKind,
+    condition: String,
+    names: HashMap<String, String>,
+    values: HashMap<String, AttributeValue>,
+}
+
+#[derive(Debug, Clone)]
+enum WriteKind {
+    Put(HashMap<String, AttributeValue>),
+    Update(String),
+    Delete,
+}
+
+impl Write {
+    /// A write conditional on the record still having `version` (nobody wrote it since it was read).
+    fn versioned(version: u64) -> Write {
+        Write {
+            az_id: String::new(),
+            resource: String::new(),
+            kind: WriteKind::Delete,
+            condition: "#version = :expected".into(),
+            names: HashMap::from([("#version".to_owned(), "version".to_owned())]),
+            values: HashMap::from([(":expected".to_owned(), n(version))]),
+        }
+    }
+
+    /// With `#state` for the `state` attribute (a reserved word), for the writes that set it.
+    fn naming_state(mut self) -> Write {
+        self.names.insert("#state".to_owned(), "state".to_owned());
+        self
+    }
+
+    /// The same write as one item of a transaction.
+    fn transact(&self, table: &str) -> Result<TransactWriteItem> {
+        let names = Some(self.names.clone()).filter(|n| !n.is_empty());
+        let values = Some(self.values.clone()).filter(|v| !v.is_empty());
+        let key = HashMap::from([(PK.to_owned(), s(&self.az_id)), (SK.to_owned(), s(&self.resource))]);
+        let item = match &self.kind {
+            WriteKind::Put(item) => TransactWriteItem::builder().put(
+                Put::builder()
+                    .table_name(table)
+                    .set_item(Some(item.clone()))
+                    .condition_expression(&self.condition)
+                    .set_expression_attribute_names(names)
+                    .set_expression_attribute_values(values)
+                    .build()
+                    .map_err(build_err)?,
+            ),
+            WriteKind::Update(expression) => TransactWriteItem::builder().update(
+                Update::builder()
+                    .table_name(table)
+                    .set_key(Some(key))
+                    .update_expression(expression)
+                    .condition_expression(&self.condition)
+                    .set_expression_attribute_names(names)
+                    .set_expression_attribute_values(values)
+                    .build()
+                    .map_err(build_err)?,
+            ),
+            WriteKind::Delete => TransactWriteItem::builder().delete(
+                Delete::builder()
+                    .table_name(table)
+                    .set_key(Some(key))
+                    .condition_expression(&self.condition)
+                    .set_expression_attribute_names(names)
+                    .set_expression_attribute_values(values)
+                    .build()
+                    .map_err(build_err)?,
+            ),
+        };
+        Ok(item.build())
+    }
+
+    /// The lost race of this write, inside a cancelled transaction.
+    fn conflict(&self, err: &SdkError<TransactWriteItemsError, HttpResponse>) -> Error {
+        Error::JournalConflict {
+            az_id: self.az_id.clone(),
+            resource: self.resource.clone(),
+            source: describe_err(err).into(),
+        }
+    }
+}
+
+/// The write-ahead of one resource, and the record it leaves (computed here: a transaction returns
+/// no attributes, and the write's condition guarantees the record it builds on is the stored one).
+fn begin_write(entry: &Begin<'_>, audit: &Audit, now: &str) -> (Write, Record) {
+    let Begin {
+        az_id,
+        resource,
+        removed,
+        actions,
+        existing,
+    } = *entry;
+    let Some(existing) = existing else {
+        let record = Record {
+            az_id: az_id.to_owned(),
+            resource: resource.id.clone(),
+            resource_type: resource.resource_type.to_owned(),
+            removed_subnets: removed.to_vec(),
+            state: State::Intent,
+            version: 1,
+            resource_name: Some(resource.name.clone()),
+            original_subnets: resource.subnets.clone(),
+            actions: actions.to_vec(),
+            run_id: Some(audit.run_id.clone()),
+            evacuated_by: Some(audit.caller.clone()),
+            reason: audit.reason.clone(),
+            azevac_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+            created_at: Some(now.to_owned()),
+            updated_at: Some(now.to_owned()),
+        };
+        let write = Write {
+            az_id: az_id.to_owned(),
+            resource: resource.id.clone(),
+            kind: WriteKind::Put(to_item(&record)),
+            condition: "attribute_not_exists(#sk)".into(),
+            names: HashMap::from([("#sk".to_owned(), SK.to_owned())]),
+            values: HashMap::new(),
+        };
+        return (write, record);
+    };
+    let union = |old: &[String], new: &[String]| {
+        let mut all = old.to_vec();
+        all.extend(new.iter().filter(|s| !old.contains(s)).cloned());
+        all
+    };
+    let record = Record {
+        removed_subnets: union(&existing.removed_subnets, removed),
+        actions: union(&existing.actions, actions),
+        state: State::Intent,
+        version: existing.version + 1,
+        run_id: Some(audit.run_id.clone()),
+        evacuated_by: Some(audit.caller.clone()),
+        // The reason of an earlier run stays unless this run gives one.
+        reason: audit.reason.clone().or_else(|| existing.reason.clone()),
+        azevac_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+        updated_at: Some(now.to_owned()),
+        ..existing.clone()
+    };
+    let set_reason = if audit.reason.is_some() { ", reason = :why" } else { "" };
+    let mut write = Write {
+        az_id: az_id.to_owned(),
+        resource: resource.id.clone(),
+        kind: WriteKind::Update(format!(
+            "SET removed_subnets = :removed, actions = :actions, #state = :state, #version = :next, \
+             updated_at = :now, run_id = :run, evacuated_by = :who, azevac_version = :ver{set_reason}"
+        )),
+        ..Write::versioned(existing.version).naming_state()
+    };
+    write.values.extend([
+        (":removed".to_owned(), list(&record.removed_subnets)),
+        (":actions".to_owned(), list(&record.actions)),
+        (":state".to_owned(), s(State::Intent.as_str())),
+        (":next".to_owned(), n(record.version)),
+        (":now".to_owned(), s(now)),
+        (":run".to_owned(), s(&audit.run_id)),
+        (":who".to_owned(), s(&audit.caller)),
+        (":ver".to_owned(), s(env!("CARGO_PKG_VERSION"))),
+    ]);
+    if let Some(reason) = &audit.reason {
+        write.values.insert(":why".to_owned(), s(reason));
+    }
+    (write, record)
+}
+
+/// Mark a record done, with the actions it carries.
+fn finish_write(record: &Record, now: &str) -> Write {
+    let mut write = Write {
+        az_id: record.az_id.clone(),
+        resource: record.resource.clone(),
+        kind: WriteKind::Update("SET #state = :done, #version = :next, updated_at = :now, actions = :actions".into()),
+        ..Write::versioned(record.version).naming_state()
+    };
+    write.values.extend([
+        (":actions".to_owned(), list(&record.actions)),
+        (":done".to_owned(), s(State::Done.as_str())),
+        (":next".to_owned(), n(record.version + 1)),
+        (":now".to_owned(), s(now)),
+    ]);
+    write
+}
+
+/// Delete a record.
+fn remove_write(record: &Record) -> Write {
+    Write {
+        az_id: record.az_id.clone(),
+        resource: record.resource.clone(),
+        kind: WriteKind::Delete,
+        ..Write::versioned(record.version)
+    }
+}
+
+/// The only outcome of a batch of one.
+fn one<T>(mut outcomes: Vec<Result<T>>) -> Result<T> {
+    outcomes
+        .pop()
+        .unwrap_or_else(|| Err(other("dynamodb", "no outcome for the write")))
+}
+
+/// An error about a batched write, built from another error's text (errors are not cloneable).
+fn other(operation: &'static str, text: &str) -> Error {
+    Error::Aws {
+        operation,
+        source: text.to_owned().into(),
+    }
+}
+
+/// An error and its causes on one line.
+fn describe_err(err: &(dyn std::error::Error + 'static)) -> String {
+    crate::commands::describe(err)
 }
 
 fn build_err(e: aws_sdk_dynamodb::error::BuildError) -> Error {
@@ -632,5 +954,69 @@ mod tests {
             .expect_err("no sort key")
             .to_string()
             .contains("use1-az2/?"));
+    }
+
+    /// DynamoDB refuses an expression that uses a name or value it was not given, or is given one it
+    /// does not use: every write azevac builds must pass that check.
+    fn assert_well_formed(write: &Write) {
+        let mut text = write.condition.clone();
+        if let WriteKind::Update(expression) = &write.kind {
+            text.push(' ');
+            text.push_str(expression);
+        }
+        let tokens = |sigil: char| -> std::collections::BTreeSet<String> {
+            text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == sigil))
+                .filter(|t| t.starts_with(sigil) && t.len() > 1)
+                .map(str::to_owned)
+                .collect()
+        };
+        let names: std::collections::BTreeSet<String> = write.names.keys().cloned().collect();
+        let values: std::collections::BTreeSet<String> = write.values.keys().cloned().collect();
+        assert_eq!(tokens('#'), names, "names of {write:?}");
+        assert_eq!(tokens(':'), values, "values of {write:?}");
+    }
+
+    #[test]
+    fn every_write_names_exactly_what_its_expressions_use() {
+        let audit = Audit {
+            run_id: "run".into(),
+            caller: "me".into(),
+            reason: Some("INC-1".into()),
+        };
+        let resource = Resource {
+            resource_type: "asg",
+            id: "arn:web".into(),
+            name: "web".into(),
+            subnets: vec!["a".into(), "b".into()],
+            ..Resource::default()
+        };
+        let existing = record();
+        for existing in [None, Some(&existing)] {
+            let entry = Begin {
+                az_id: "use1-az2",
+                resource: &resource,
+                removed: &["b".to_string()],
+                actions: &[],
+                existing,
+            };
+            let (write, made) = begin_write(&entry, &audit, "now");
+            assert_well_formed(&write);
+            assert_eq!(made.state, State::Intent);
+            assert_eq!(made.version, existing.map_or(1, |e| e.version + 1));
+        }
+        let without_reason = Audit { reason: None, ..audit };
+        let entry = Begin {
+            az_id: "use1-az2",
+            resource: &resource,
+            removed: &[],
+            actions: &[],
+            existing: Some(&existing),
+        };
+        let (write, made) = begin_write(&entry, &without_reason, "now");
+        assert_well_formed(&write);
+        assert_eq!(made.reason, existing.reason, "an earlier run's reason stays");
+        assert_eq!(made.removed_subnets, existing.removed_subnets, "never shrinks");
+        assert_well_formed(&finish_write(&existing, "now"));
+        assert_well_formed(&remove_write(&existing));
     }
 }

@@ -4,10 +4,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use super::{conclude, confirm, describe, execute, kube_clusters, Context, Phases, Prepared, EXIT_OK};
+use super::{conclude, confirm, describe, execute, execute_batched, kube_clusters, Context, Phases, Prepared, EXIT_OK};
 use crate::cli;
 use crate::crosszone;
-use crate::journal::{Audit, Record};
+use crate::journal::{Audit, Begin, Record};
 use crate::plan::{self, Command, Filters, Item, Plan, Request, Status};
 use crate::plugins::zonal_shift::{self, Shifts};
 use crate::plugins::{asg, eks, Evacuation, Plugin, Resource};
@@ -135,19 +135,26 @@ pub async fn carry_out(ctx: &Context, prepared: Prepared, yes: bool, wait: &cli:
     let shifts = Shifts::new(&ctx.sdk);
     let expires_in = plan.request.expires_in.clone();
     let expires_in = expires_in.as_deref().unwrap_or(zonal_shift::DEFAULT_EXPIRES_IN);
-    let run = |item: Item| async {
-        match item.resource_type.as_str() {
-            eks::TYPE => evacuate_node(ctx, &clusters, &kube, &audit, item).await,
-            zonal_shift::TYPE => start_shift(ctx, &shifts, expires_in, &audit, item).await,
-            _ => evacuate_one(ctx, &by_type, &audit, item).await,
-        }
-    };
-    // Traffic first, then capacity: a line that waits for a shift that did not start stays as it is.
     let is_shift = |i: &Item| i.resource_type == zonal_shift::TYPE;
-    execute(&mut plan, ctx.concurrency, ctx.progress, is_shift, &run).await;
+    let is_node = |i: &Item| i.resource_type == eks::TYPE;
+    // Traffic first, then capacity: a line that waits for a shift that did not start stays as it is.
+    let start = |item: Item| start_shift(ctx, &shifts, expires_in, &audit, item);
+    execute(&mut plan, ctx.concurrency, ctx.progress, is_shift, start).await;
     verify_shifts(&shifts, &mut plan).await;
     plan::hold_back(&mut plan);
-    execute(&mut plan, ctx.concurrency, ctx.progress, |i| !is_shift(i), &run).await;
+    // Subnets: journal writes batched around the changes (write-ahead for each batch first).
+    execute_batched(
+        &mut plan,
+        ctx.concurrency,
+        ctx.progress,
+        |i| !is_shift(i) && !is_node(i),
+        |items| journal_ahead(ctx, &audit, items),
+        |item| change_one(&by_type, item),
+        |items| journal_done(ctx, items),
+    )
+    .await;
+    let evacuate = |item: Item| evacuate_node(ctx, &clusters, &kube, &audit, item);
+    execute(&mut plan, ctx.concurrency, ctx.progress, is_node, evacuate).await;
     phases.end("apply (with journal writes)");
     Ok(conclude(ctx, &mut plan, &plugins, wait, phases).await)
 }
@@ -368,47 +375,88 @@ async fn journalled(ctx: &Context, az_id: &str) -> Result<(BTreeMap<String, Reco
     Ok((records, problems))
 }
 
-/// Write-ahead, change, mark done. Whatever fails, the journal holds at least what was taken.
-async fn evacuate_one(ctx: &Context, plugins: &BTreeMap<&str, &dyn Plugin>, audit: &Audit, mut item: Item) -> Item {
-    let (Some(plugin), Some(target)) = (plugins.get(item.resource_type.as_str()), item.target.clone()) else {
+/// The write-ahead of a batch of lines, in one call: each line gets its record in state intent, or
+/// fails with nothing changed (a lost race).
+async fn journal_ahead(ctx: &Context, audit: &Audit, mut items: Vec<Item>) -> Vec<Item> {
+    let removed: Vec<Vec<String>> = items
+        .iter()
+        .map(|i| i.removed_subnets.clone().unwrap_or_default())
+        .collect();
+    let steps: Vec<Vec<String>> = items.iter().map(|i| i.actions.clone().unwrap_or_default()).collect();
+    let outcomes = {
+        let entries: Vec<Begin<'_>> = items
+            .iter()
+            .zip(removed.iter().zip(&steps))
+            .filter_map(|(item, (removed, steps))| {
+                Some(Begin {
+                    az_id: &item.az_id,
+                    resource: item.target.as_ref()?,
+                    removed,
+                    actions: steps,
+                    existing: item.record.as_ref(),
+                })
+            })
+            .collect();
+        ctx.journal.begin_many(&entries, audit).await
+    };
+    let mut outcomes = outcomes.into_iter();
+    for item in items.iter_mut() {
+        if item.target.is_none() {
+            item.fail(format!("internal: no discovered state for {}", item.resource));
+            continue;
+        }
+        match outcomes.next() {
+            Some(Ok(record)) => item.record = Some(record),
+            Some(Err(e)) => item.fail(format!("{}; nothing changed", describe(&e))),
+            None => item.fail("internal: no journal outcome".into()),
+        }
+    }
+    items
+}
+
+/// Change one resource whose removal is journalled; a failure keeps the record in state intent.
+async fn change_one(plugins: &BTreeMap<&str, &dyn Plugin>, mut item: Item) -> Item {
+    let (Some(plugin), Some(target)) = (plugins.get(item.resource_type.as_str()), item.target.as_ref()) else {
         item.fail(format!("internal: no plugin or discovered state for {}", item.resource));
         return item;
     };
-    let removed = item.removed_subnets.clone().unwrap_or_default();
-    let steps = item.actions.clone().unwrap_or_default();
-    let record = match ctx
-        .journal
-        .begin(&item.az_id, &target, &removed, &steps, item.record.as_ref(), audit)
-        .await
-    {
-        Ok(record) => record,
+    match plugin.apply(target, &item.resulting_subnets).await {
+        Ok(()) => item.done(),
         Err(e) => {
-            item.fail(format!("{}; nothing changed", describe(&e)));
-            return item;
-        }
-    };
-    let outcome = match plugin.apply(&target, &item.resulting_subnets).await {
-        Ok(()) => ctx.journal.finish(&record, None).await,
-        Err(e) => Err(e),
-    };
-    match outcome {
-        Ok(done) => {
-            item.record = Some(done);
-            item.done();
-        }
-        Err(e) => {
+            let taken = item
+                .record
+                .as_ref()
+                .map(|r| r.removed_subnets.join(", "))
+                .unwrap_or_default();
             item.fail(format!(
-                "{}; journal record kept in state intent with {} (recover reconciles it)",
-                describe(&e),
-                record.removed_subnets.join(", ")
+                "{}; journal record kept in state intent with {taken} (recover reconciles it)",
+                describe(&e)
             ));
-            item.record = Some(record);
+            tracing::warn!(resource = %item.resource, "evacuation failed");
         }
-    }
-    if item.status == Status::Failed {
-        tracing::warn!(resource = %item.resource, reason = item.reason.as_deref().unwrap_or_default(), "evacuation failed");
     }
     item
+}
+
+/// Mark a batch of changed lines done in the journal, in one call.
+async fn journal_done(ctx: &Context, mut items: Vec<Item>) -> Vec<Item> {
+    let records: Vec<Record> = items.iter().filter_map(|i| i.record.clone()).collect();
+    if records.len() != items.len() {
+        for item in items.iter_mut().filter(|i| i.record.is_none()) {
+            item.fail("internal: changed without a journal record".into());
+        }
+        return items;
+    }
+    for (item, outcome) in items.iter_mut().zip(ctx.journal.finish_many(&records).await) {
+        match outcome {
+            Ok(done) => item.record = Some(done),
+            Err(e) => item.fail(format!(
+                "{}; changed, but the journal record stays in state intent (recover reconciles it)",
+                describe(&e)
+            )),
+        }
+    }
+    items
 }
 
 /// Journal the planned node actions, act on the node, then record what was actually done.

@@ -9,7 +9,7 @@ use aws_config::SdkConfig;
 use futures::StreamExt;
 
 use crate::cli::{self, Output};
-use crate::journal::{Audit, Journal};
+use crate::journal::{Audit, Journal, BATCH};
 use crate::plan::{Item, Plan, Request, Status};
 use crate::plugins::{self, eks, Plugin, Setup};
 use crate::{Error, Result};
@@ -197,6 +197,96 @@ where
     for (i, item) in results {
         plan.items[i] = item;
     }
+}
+
+/// Carry out the planned lines `select` picks with their journal writes batched, [`BATCH`] lines
+/// at a time: `before` makes the writes that must come first, for the whole batch (the write-ahead:
+/// one call), `change` changes each resource (at most `concurrency` at once; a resource's lines in
+/// plan order) and marks it done, and `after` journals the outcome of the lines done (one call). A
+/// stage returns every line it was given; a line that failed is left alone by the stages after it.
+#[allow(clippy::too_many_arguments)]
+pub async fn execute_batched<S, B, BF, C, CF, A, AF>(
+    plan: &mut Plan,
+    concurrency: usize,
+    progress: bool,
+    select: S,
+    before: B,
+    change: C,
+    after: A,
+) where
+    S: Fn(&Item) -> bool,
+    B: Fn(Vec<Item>) -> BF,
+    BF: Future<Output = Vec<Item>>,
+    C: Fn(Item) -> CF,
+    CF: Future<Output = Item>,
+    A: Fn(Vec<Item>) -> AF,
+    AF: Future<Output = Vec<Item>>,
+{
+    let picked = |item: &Item| item.status == Status::Planned && select(item);
+    let bar = progress_bar(progress, plan.items.iter().filter(|i| picked(i)).count());
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, item) in plan.items.iter().enumerate() {
+        if picked(item) {
+            groups.entry(item.resource.clone()).or_default().push(i);
+        }
+    }
+    // A resource's lines stay in one batch, so that they run in order.
+    let mut batches: Vec<Vec<Vec<usize>>> = vec![Vec::new()];
+    let mut size = 0;
+    for group in groups.into_values() {
+        if size + group.len() > BATCH && size > 0 {
+            batches.push(Vec::new());
+            size = 0;
+        }
+        size += group.len();
+        if let Some(batch) = batches.last_mut() {
+            batch.push(group);
+        }
+    }
+    for batch in batches.into_iter().filter(|b| !b.is_empty()) {
+        let indices: Vec<usize> = batch.iter().flatten().copied().collect();
+        let journalled = before(indices.iter().map(|&i| plan.items[i].clone()).collect()).await;
+        for (&i, item) in indices.iter().zip(journalled) {
+            plan.items[i] = item;
+        }
+        let items = &plan.items;
+        let (change, bar) = (&change, &bar);
+        let changed: Vec<(usize, Item)> = futures::stream::iter(batch)
+            .map(|group| async move {
+                let mut out = Vec::with_capacity(group.len());
+                for i in group {
+                    let item = items[i].clone();
+                    let item = if item.status == Status::Planned {
+                        change(item).await
+                    } else {
+                        item
+                    };
+                    bar.set_message(format!("{} {}", item.resource_type, item.name));
+                    bar.inc(1);
+                    out.push((i, item));
+                }
+                out
+            })
+            .buffer_unordered(concurrency)
+            .flat_map(futures::stream::iter)
+            .collect()
+            .await;
+        for (i, item) in changed {
+            plan.items[i] = item;
+        }
+        let done: Vec<usize> = indices
+            .into_iter()
+            .filter(|&i| plan.items[i].status == Status::Done)
+            .collect();
+        if done.is_empty() {
+            continue;
+        }
+        let journalled = after(done.iter().map(|&i| plan.items[i].clone()).collect()).await;
+        for (&i, item) in done.iter().zip(journalled) {
+            plan.items[i] = item;
+        }
+    }
+    bar.finish_and_clear();
 }
 
 /// A progress bar on a terminal (unless `--no-progress`); hidden otherwise, where the result table

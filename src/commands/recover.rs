@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
-    confirm, describe, execute, kube_clusters, report_result, settle, verify, Context, Phases, Prepared, EXIT_OK,
+    confirm, describe, execute, execute_batched, kube_clusters, report_result, settle, verify, Context, Phases,
+    Prepared, EXIT_OK,
 };
 use crate::cli;
 use crate::journal::Record;
@@ -92,25 +93,32 @@ pub async fn carry_out(ctx: &Context, prepared: Prepared, yes: bool, wait: &cli:
     phases.end("confirm");
     let by_type: BTreeMap<&str, &dyn Plugin> = plugins.iter().map(|p| (p.resource_type(), p.as_ref())).collect();
     let shifts = Shifts::new(&ctx.sdk);
-    let run = |item: Item| async {
-        match item.resource_type.as_str() {
-            eks::TYPE => recover_node(ctx, &clusters, item).await,
-            zonal_shift::TYPE => cancel_shift(ctx, &shifts, item).await,
-            _ => recover_one(ctx, &by_type, item).await,
-        }
-    };
+    let cancel = |item: Item| cancel_shift(ctx, &shifts, item);
+    let is_shift = |i: &Item| i.resource_type == zonal_shift::TYPE;
+    let is_node = |i: &Item| i.resource_type == eks::TYPE;
     // The safe order back: let capacity return to the zone (Auto Scaling and EKS shifts, then the
     // subnets and nodes), wait for it if asked, and only then send load-balancer traffic there again.
-    let is_shift = |i: &Item| i.resource_type == zonal_shift::TYPE;
     execute(
         &mut plan,
         ctx.concurrency,
         ctx.progress,
         zonal_shift::cancelled_first,
-        &run,
+        &cancel,
     )
     .await;
-    execute(&mut plan, ctx.concurrency, ctx.progress, |i| !is_shift(i), &run).await;
+    // Subnets: records deleted in batches, each only after its resource is back.
+    execute_batched(
+        &mut plan,
+        ctx.concurrency,
+        ctx.progress,
+        |i| !is_shift(i) && !is_node(i),
+        |items| async { items },
+        |item| put_back(&by_type, item),
+        |items| forget(ctx, items),
+    )
+    .await;
+    let undo = |item: Item| recover_node(ctx, &clusters, item);
+    execute(&mut plan, ctx.concurrency, ctx.progress, is_node, undo).await;
     phases.end("apply (with journal writes)");
     verify(&mut plan, &plugins).await;
     phases.end("verify");
@@ -136,7 +144,7 @@ pub async fn carry_out(ctx: &Context, prepared: Prepared, yes: bool, wait: &cli:
                 );
             }
         } else {
-            execute(&mut plan, ctx.concurrency, ctx.progress, traffic_last, &run).await;
+            execute(&mut plan, ctx.concurrency, ctx.progress, traffic_last, &cancel).await;
         }
         phases.end("cancel load-balancer shifts");
     }
@@ -263,12 +271,9 @@ async fn make_plan(
     })
 }
 
-/// Put the subnets back, then delete the record (only if nobody wrote it since it was read).
-async fn recover_one(ctx: &Context, plugins: &BTreeMap<&str, &dyn Plugin>, mut item: Item) -> Item {
-    let Some(record) = item.record.clone() else {
-        item.fail("internal: no journal record".into());
-        return item;
-    };
+/// Put the journalled subnets back (and undo the other journalled steps); the record stays until
+/// [`forget`] deletes it.
+async fn put_back(plugins: &BTreeMap<&str, &dyn Plugin>, mut item: Item) -> Item {
     if item.changes_resource() {
         let (Some(plugin), Some(target)) = (plugins.get(item.resource_type.as_str()), item.target.as_ref()) else {
             item.fail(format!("internal: no plugin or current state for {}", item.resource));
@@ -279,11 +284,26 @@ async fn recover_one(ctx: &Context, plugins: &BTreeMap<&str, &dyn Plugin>, mut i
             return item;
         }
     }
-    match ctx.journal.remove(&record).await {
-        Ok(()) => item.done(),
-        Err(e) => item.fail(format!("{}; subnets are back, journal record kept", describe(&e))),
-    }
+    item.done();
     item
+}
+
+/// Delete the records of a batch of recovered lines in one call, each only if nobody wrote it
+/// since it was read.
+async fn forget(ctx: &Context, mut items: Vec<Item>) -> Vec<Item> {
+    let records: Vec<Record> = items.iter().filter_map(|i| i.record.clone()).collect();
+    if records.len() != items.len() {
+        for item in items.iter_mut().filter(|i| i.record.is_none()) {
+            item.fail("internal: no journal record".into());
+        }
+        return items;
+    }
+    for (item, outcome) in items.iter_mut().zip(ctx.journal.remove_many(&records).await) {
+        if let Err(e) = outcome {
+            item.fail(format!("{}; subnets are back, journal record kept", describe(&e)));
+        }
+    }
+    items
 }
 
 /// The journalled Kubernetes nodes: undo what azevac did to each, where it is still in place.
