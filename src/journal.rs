@@ -17,6 +17,7 @@ use aws_sdk_dynamodb::types::{
 };
 use serde::Serialize;
 
+use crate::commands::describe;
 use crate::error::BoxError;
 use crate::plugins::Resource;
 use crate::{Error, Result};
@@ -365,8 +366,7 @@ impl Journal {
     /// one, the writes whose condition failed get their conflict and the innocent ones are sent again.
     async fn commit(&self, writes: Vec<Write>) -> Vec<Result<()>> {
         if writes.len() == 1 {
-            let write = &writes[0];
-            return vec![self.commit_one(write).await];
+            return vec![self.commit_one(&writes[0]).await];
         }
         let mut results: Vec<Option<Result<()>>> = writes.iter().map(|_| None).collect();
         let indices: Vec<usize> = (0..writes.len()).collect();
@@ -376,87 +376,83 @@ impl Journal {
                 if pending.is_empty() {
                     break;
                 }
-                let items: Result<Vec<TransactWriteItem>> =
-                    pending.iter().map(|&i| writes[i].transact(&self.table)).collect();
-                let sent = match items {
-                    Ok(items) => {
-                        self.client
-                            .transact_write_items()
-                            .set_transact_items(Some(items))
-                            .send()
-                            .await
-                    }
-                    Err(e) => {
-                        let text = describe_err(&e);
-                        for &i in &pending {
-                            results[i] = Some(Err(other("dynamodb:TransactWriteItems", &text)));
-                        }
-                        pending.clear();
-                        break;
-                    }
-                };
-                let err = match sent {
-                    Ok(_) => {
+                pending = match self.transact(&writes, &pending).await {
+                    Ok(()) => {
                         for &i in &pending {
                             results[i] = Some(Ok(()));
                         }
-                        pending.clear();
-                        break;
+                        Vec::new()
                     }
-                    Err(err) => err,
-                };
-                let reasons: Option<Vec<Option<String>>> = err
-                    .as_service_error()
-                    .and_then(|e| match e {
-                        TransactWriteItemsError::TransactionCanceledException(c) => Some(c),
-                        _ => None,
-                    })
-                    .map(|c| {
-                        c.cancellation_reasons()
-                            .iter()
-                            .map(|r| r.code().filter(|c| *c != "None").map(str::to_owned))
-                            .collect()
-                    })
-                    .filter(|reasons: &Vec<Option<String>>| reasons.len() == pending.len());
-                let Some(reasons) = reasons else {
-                    // Not a per-item cancellation (throttled past the SDK's retries, no table...).
-                    let text = describe_err(&self.map_err("dynamodb:TransactWriteItems", err));
-                    for &i in &pending {
-                        results[i] = Some(Err(other("dynamodb:TransactWriteItems", &text)));
-                    }
-                    pending.clear();
-                    break;
-                };
-                let mut again = Vec::new();
-                for (&i, reason) in pending.iter().zip(reasons) {
-                    match reason.as_deref() {
-                        // Innocent, or caught up in another transaction on the item: send again.
-                        None | Some("TransactionConflict") | Some("ThrottlingError") => again.push(i),
-                        Some("ConditionalCheckFailed") => results[i] = Some(Err(writes[i].conflict(&err))),
-                        Some(code) => {
-                            results[i] = Some(Err(other(
-                                "dynamodb:TransactWriteItems",
-                                &format!("{}/{}: {code}", writes[i].az_id, writes[i].resource),
-                            )))
+                    Err(Refused::Whole(why)) => {
+                        for &i in &pending {
+                            results[i] = Some(Err(other(TRANSACT, &why)));
                         }
+                        Vec::new()
                     }
-                }
-                pending = again;
+                    Err(Refused::PerWrite(reasons, why)) => {
+                        let mut again = Vec::new();
+                        for (&i, reason) in pending.iter().zip(reasons) {
+                            let write = &writes[i];
+                            match reason.as_deref() {
+                                // Innocent, or caught up in another transaction on the item: send again.
+                                None | Some("TransactionConflict") | Some("ThrottlingError") => again.push(i),
+                                Some("ConditionalCheckFailed") => results[i] = Some(Err(write.conflict(&why))),
+                                Some(code) => {
+                                    let what = format!("{}/{}: {code}", write.az_id, write.resource);
+                                    results[i] = Some(Err(other(TRANSACT, &what)));
+                                }
+                            }
+                        }
+                        again
+                    }
+                };
             }
             for i in pending {
-                results[i] = Some(Err(other(
-                    "dynamodb:TransactWriteItems",
-                    &format!(
-                        "{}/{}: transaction kept being cancelled",
-                        writes[i].az_id, writes[i].resource
-                    ),
-                )));
+                let what = format!(
+                    "{}/{}: transaction kept being cancelled",
+                    writes[i].az_id, writes[i].resource
+                );
+                results[i] = Some(Err(other(TRANSACT, &what)));
             }
         }
         results
             .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(other("dynamodb:TransactWriteItems", "not sent"))))
+            .map(|r| r.unwrap_or_else(|| Err(other(TRANSACT, "not sent"))))
             .collect()
+    }
+
+    /// Send the `pending` writes as one transaction: done, or why DynamoDB refused it — for each
+    /// write when it cancelled the transaction, or as a whole.
+    async fn transact(&self, writes: &[Write], pending: &[usize]) -> Result<(), Refused> {
+        let items = pending
+            .iter()
+            .map(|&i| writes[i].transact(&self.table))
+            .collect::<Result<Vec<TransactWriteItem>>>()
+            .map_err(|e| Refused::Whole(describe(&e)))?;
+        let err = match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(err) => err,
+        };
+        let reasons: Option<Vec<Option<String>>> = match err.as_service_error() {
+            Some(TransactWriteItemsError::TransactionCanceledException(c)) => Some(
+                c.cancellation_reasons()
+                    .iter()
+                    .map(|r| r.code().filter(|c| *c != "None").map(str::to_owned))
+                    .collect(),
+            ),
+            _ => None,
+        };
+        match reasons {
+            Some(reasons) if reasons.len() == pending.len() => Err(Refused::PerWrite(reasons, describe(&err))),
+            // Not a per-write cancellation (throttled past the SDK's retries, no table...).
+            _ => Err(Refused::Whole(describe(&self.map_err(TRANSACT, err)))),
+        }
     }
 
     /// One conditional write, as a plain single-item call.
@@ -539,6 +535,17 @@ impl Journal {
         }
         self.map_err(operation, err)
     }
+}
+
+/// The call batched writes are made with.
+const TRANSACT: &str = "dynamodb:TransactWriteItems";
+
+/// Why a transaction did not go through.
+enum Refused {
+    /// DynamoDB cancelled it: each write's reason (`None`: it was innocent), and the error's text.
+    PerWrite(Vec<Option<String>>, String),
+    /// It failed as a whole.
+    Whole(String),
 }
 
 /// Most writes DynamoDB takes in one transaction.
@@ -639,12 +646,12 @@ impl Write {
         Ok(item.build())
     }
 
-    /// The lost race of this write, inside a cancelled transaction.
-    fn conflict(&self, err: &SdkError<TransactWriteItemsError, HttpResponse>) -> Error {
+    /// The lost race of this write, inside a cancelled transaction (`why`: the cancellation).
+    fn conflict(&self, why: &str) -> Error {
         Error::JournalConflict {
             az_id: self.az_id.clone(),
             resource: self.resource.clone(),
-            source: describe_err(err).into(),
+            source: why.into(),
         }
     }
 }
@@ -771,11 +778,6 @@ fn other(operation: &'static str, text: &str) -> Error {
         operation,
         source: text.to_owned().into(),
     }
-}
-
-/// An error and its causes on one line.
-fn describe_err(err: &(dyn std::error::Error + 'static)) -> String {
-    crate::commands::describe(err)
 }
 
 fn build_err(e: aws_sdk_dynamodb::error::BuildError) -> Error {

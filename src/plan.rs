@@ -33,6 +33,18 @@ pub enum Status {
     Failed,
 }
 
+impl Status {
+    /// The word for it, as in the JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Planned => "planned",
+            Status::Done => "done",
+            Status::Skipped => "skipped",
+            Status::Failed => "failed",
+        }
+    }
+}
+
 /// One resource's line in the plan.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Item {
@@ -80,6 +92,27 @@ pub struct Item {
 }
 
 impl Item {
+    /// A planned line about one resource that changes nothing yet; callers fill in the rest.
+    pub fn new(resource_type: &str, resource: &str, name: &str, az_id: &str) -> Item {
+        Item {
+            resource_type: resource_type.to_owned(),
+            resource: resource.to_owned(),
+            name: name.to_owned(),
+            az_id: az_id.to_owned(),
+            current_subnets: Vec::new(),
+            removed_subnets: None,
+            restored_subnets: None,
+            actions: None,
+            resulting_subnets: Vec::new(),
+            status: Status::Planned,
+            reason: None,
+            notes: Vec::new(),
+            requires: Vec::new(),
+            target: None,
+            record: None,
+        }
+    }
+
     /// Whether this line changes a resource when carried out.
     pub fn changes_resource(&self) -> bool {
         self.status == Status::Planned
@@ -270,7 +303,7 @@ fn essence(i: &Item) -> impl PartialEq + '_ {
 /// What a line does, in a few words, for the diff.
 fn change(i: &Item) -> String {
     if i.status != Status::Planned {
-        return format!("{}: {}", status_word(i.status), i.reason.as_deref().unwrap_or("-"));
+        return format!("{}: {}", i.status.as_str(), i.reason.as_deref().unwrap_or("-"));
     }
     let mut text = format!(
         "subnets {} -> {}",
@@ -281,15 +314,6 @@ fn change(i: &Item) -> String {
         text = format!("{}; {}", actions.join(", "), text);
     }
     text
-}
-
-fn status_word(status: Status) -> &'static str {
-    match status {
-        Status::Planned => "planned",
-        Status::Done => "done",
-        Status::Skipped => "skipped",
-        Status::Failed => "failed",
-    }
 }
 
 /// Fail the planned lines whose prerequisite lines (`requires`) were not done: the change they
@@ -364,21 +388,13 @@ pub fn evacuation(
         return None;
     }
     let mut item = Item {
-        resource_type: resource.resource_type.to_owned(),
-        resource: resource.id.clone(),
-        name: resource.name.clone(),
-        az_id: az_id.to_owned(),
         current_subnets: resource.subnets.clone(),
         removed_subnets: Some(in_zone.clone()),
-        restored_subnets: None,
-        actions: None,
         resulting_subnets: remaining.clone(),
-        status: Status::Planned,
-        reason: None,
         notes: resource.notes.clone(),
-        requires: Vec::new(),
         target: Some(resource.clone()),
         record: record.cloned(),
+        ..Item::new(resource.resource_type, &resource.id, &resource.name, az_id)
     };
     let skip = if let Some(why) = filtered {
         Some(why)
@@ -410,21 +426,15 @@ pub fn recovery(
     forget_missing: bool,
 ) -> Item {
     let mut item = Item {
-        resource_type: record.resource_type.clone(),
-        resource: record.resource.clone(),
-        name: record.resource_name.clone().unwrap_or_else(|| record.resource.clone()),
-        az_id: record.az_id.clone(),
-        current_subnets: Vec::new(),
-        removed_subnets: None,
         restored_subnets: Some(Vec::new()),
-        actions: None,
-        resulting_subnets: Vec::new(),
-        status: Status::Planned,
-        reason: None,
-        notes: Vec::new(),
-        requires: Vec::new(),
         target: current.cloned(),
         record: Some(record.clone()),
+        ..Item::new(
+            &record.resource_type,
+            &record.resource,
+            record.resource_name.as_deref().unwrap_or(&record.resource),
+            &record.az_id,
+        )
     };
     let Some(current) = current else {
         if forget_missing {

@@ -145,12 +145,11 @@ pub fn render(plan: &Plan, phase: Phase) -> String {
     out
 }
 
+/// Failed lines shout in the table, so that they are not missed among many.
 fn status_word(status: Status) -> &'static str {
     match status {
-        Status::Planned => "planned",
-        Status::Done => "done",
-        Status::Skipped => "skipped",
         Status::Failed => "FAILED",
+        other => other.as_str(),
     }
 }
 
@@ -252,23 +251,18 @@ mod tests {
     fn item(name: &str, removed: &[&str], after: &[&str], status: Status, reason: Option<&str>) -> Item {
         let list = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         Item {
-            resource_type: "asg".into(),
-            resource: format!(
-                "arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:x:autoScalingGroupName/{name}"
-            ),
-            name: name.into(),
-            az_id: "use1-az2".into(),
             current_subnets: list(after).into_iter().chain(list(removed)).collect(),
             removed_subnets: Some(list(removed)),
-            restored_subnets: None,
-            actions: None,
             resulting_subnets: list(after),
             status,
             reason: reason.map(str::to_owned),
             notes: vec!["Auto Scaling replaces the instances in the removed subnets".into()],
-            requires: Vec::new(),
-            target: None,
-            record: None,
+            ..Item::new(
+                "asg",
+                &format!("arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:x:autoScalingGroupName/{name}"),
+                name,
+                "use1-az2",
+            )
         }
     }
 

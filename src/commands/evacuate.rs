@@ -4,7 +4,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use super::{conclude, confirm, describe, execute, execute_batched, kube_clusters, Context, Phases, Prepared, EXIT_OK};
+use super::{
+    conclude, confirm, describe, execute, execute_batched, kube_clusters, records_of, Context, Phases, Prepared,
+    EXIT_OK,
+};
 use crate::cli;
 use crate::crosszone;
 use crate::journal::{Audit, Begin, Record};
@@ -75,13 +78,17 @@ pub async fn prepare(
     let (mut plan, records) = make_plan(ctx, &ec2, &zone, &plugins, &filters, &how).await?;
     // Data plane first: the zonal shifts lead the plan, and the cross-zone check knows about them.
     let shifts = Shifts::new(&ctx.sdk);
-    let shift_items = if request.zonal_shift || request.names(zonal_shift::TYPE) {
-        let expires_in = request.expires_in.as_deref().unwrap_or(zonal_shift::DEFAULT_EXPIRES_IN);
-        zonal_shift::evacuation(&shifts.managed(&zones).await?, &zone.id, expires_in, &records)
+    let managed = if request.zonal_shift || request.names(zonal_shift::TYPE) {
+        Some(shifts.managed(&zones).await?)
     } else {
-        Vec::new()
+        None
     };
-    guard_cross_zone(ctx, &shifts, &mut plan, &shift_items, request.force).await?;
+    let expires_in = request.expires_in.as_deref().unwrap_or(zonal_shift::DEFAULT_EXPIRES_IN);
+    let shift_items = managed
+        .as_deref()
+        .map(|m| zonal_shift::evacuation(m, &zone.id, expires_in, &records))
+        .unwrap_or_default();
+    guard_cross_zone(ctx, &shifts, managed.as_deref(), &mut plan, &shift_items, request.force).await?;
     plan.items.splice(0..0, shift_items);
     // Kubernetes nodes are placed by labels, not subnets: planned by their own module.
     for cluster in &clusters {
@@ -165,6 +172,7 @@ pub async fn carry_out(ctx: &Context, prepared: Prepared, yes: bool, wait: &cli:
 async fn guard_cross_zone(
     ctx: &Context,
     shifts: &Shifts,
+    managed: Option<&[zonal_shift::Managed]>,
     plan: &mut Plan,
     shift_items: &[Item],
     force: bool,
@@ -192,7 +200,15 @@ async fn guard_cross_zone(
             shifted.planned.insert(arn, item.resource.clone());
         }
     }
-    match shifts.active(None).await {
+    // With --zonal-shift the managed resources were listed with their shifts (and autoshifts).
+    let active = match managed {
+        Some(managed) => Ok(managed
+            .iter()
+            .flat_map(|m| m.active.iter().map(|a| (m.arn.clone(), a.clone())))
+            .collect()),
+        None => shifts.active(None).await,
+    };
+    match active {
         Ok(active) => shifted.active.extend(
             active
                 .into_iter()
@@ -220,43 +236,15 @@ async fn start_shift(ctx: &Context, shifts: &Shifts, expires_in: &str, audit: &A
         item.fail(format!("internal: no managed resource for {}", item.resource));
         return item;
     };
-    let planned = item.actions.clone().unwrap_or_default();
-    let record = match ctx
-        .journal
-        .begin(&item.az_id, &target, &[], &planned, item.record.as_ref(), audit)
-        .await
-    {
-        Ok(record) => record,
-        Err(e) => {
-            item.fail(format!("{}; nothing changed", describe(&e)));
-            return item;
-        }
-    };
     let comment = zonal_shift::comment(&audit.run_id, audit.reason.as_deref());
-    let arn = zonal_shift::arn_of(&item.resource);
-    let outcome = match shifts.start(arn, &item.az_id, expires_in, &comment).await {
-        Ok(id) => {
-            let done = ctx
-                .journal
-                .finish(&record, Some(&[zonal_shift::started_action(&id)]))
-                .await;
-            done.map(|r| (r, id))
-        }
-        Err(e) => Err(e),
+    let (arn, az_id) = (zonal_shift::arn_of(&item.resource).to_owned(), item.az_id.clone());
+    let start = async {
+        let id = shifts.start(&arn, &az_id, expires_in, &comment).await?;
+        Ok((vec![zonal_shift::started_action(&id)], Vec::new()))
     };
-    match outcome {
-        Ok((done, id)) => {
-            item.actions = Some(vec![format!("started zonal shift {id} away from {}", item.az_id)]);
-            item.record = Some(done);
-            item.done();
-        }
-        Err(e) => {
-            item.fail(format!(
-                "{}; journal record kept in state intent (recover cancels the shift if it started)",
-                describe(&e)
-            ));
-            item.record = Some(record);
-        }
+    let (mut item, _) = act_journalled(ctx, audit, item, &target, start).await;
+    if let Some(id) = item.record.as_ref().and_then(zonal_shift::started_id) {
+        item.actions = Some(vec![format!("started zonal shift {id} away from {az_id}")]);
     }
     item
 }
@@ -440,13 +428,9 @@ async fn change_one(plugins: &BTreeMap<&str, &dyn Plugin>, mut item: Item) -> It
 
 /// Mark a batch of changed lines done in the journal, in one call.
 async fn journal_done(ctx: &Context, mut items: Vec<Item>) -> Vec<Item> {
-    let records: Vec<Record> = items.iter().filter_map(|i| i.record.clone()).collect();
-    if records.len() != items.len() {
-        for item in items.iter_mut().filter(|i| i.record.is_none()) {
-            item.fail("internal: changed without a journal record".into());
-        }
+    let Some(records) = records_of(&mut items) else {
         return items;
-    }
+    };
     for (item, outcome) in items.iter_mut().zip(ctx.journal.finish_many(&records).await) {
         match outcome {
             Ok(done) => item.record = Some(done),
@@ -478,19 +462,41 @@ async fn evacuate_node(
         name: item.name.clone(),
         ..Resource::default()
     };
+    let az_id = item.az_id.clone();
+    let evacuate = cluster.evacuate(&node, &az_id, options);
+    let (mut item, notes) = act_journalled(ctx, audit, item, &target, evacuate).await;
+    if !notes.is_empty() {
+        item.fail(format!("cordoned, but {}", notes.join("; ")));
+    }
+    item
+}
+
+/// The journalled flow of one resource that is not placed by subnets (a node, a zonal shift): write
+/// the planned actions ahead, `act`, then record the actions it reports as done (with its notes).
+/// Whatever fails, the record stays in state intent for `recover` to reconcile.
+async fn act_journalled<F>(
+    ctx: &Context,
+    audit: &Audit,
+    mut item: Item,
+    target: &Resource,
+    act: F,
+) -> (Item, Vec<String>)
+where
+    F: std::future::Future<Output = Result<(Vec<String>, Vec<String>)>>,
+{
     let planned = item.actions.clone().unwrap_or_default();
     let record = match ctx
         .journal
-        .begin(&item.az_id, &target, &[], &planned, item.record.as_ref(), audit)
+        .begin(&item.az_id, target, &[], &planned, item.record.as_ref(), audit)
         .await
     {
         Ok(record) => record,
         Err(e) => {
             item.fail(format!("{}; nothing changed", describe(&e)));
-            return item;
+            return (item, Vec::new());
         }
     };
-    let outcome = match cluster.evacuate(&node, &item.az_id, options).await {
+    let outcome = match act.await {
         Ok((actions, notes)) => ctx.journal.finish(&record, Some(&actions)).await.map(|r| (r, notes)),
         Err(e) => Err(e),
     };
@@ -499,9 +505,7 @@ async fn evacuate_node(
             item.actions = Some(done.actions.clone());
             item.record = Some(done);
             item.done();
-            if !notes.is_empty() {
-                item.fail(format!("cordoned, but {}", notes.join("; ")));
-            }
+            (item, notes)
         }
         Err(e) => {
             item.fail(format!(
@@ -509,7 +513,7 @@ async fn evacuate_node(
                 describe(&e)
             ));
             item.record = Some(record);
+            (item, Vec::new())
         }
     }
-    item
 }

@@ -167,36 +167,17 @@ where
     F: Fn(Item) -> Fut,
     Fut: Future<Output = Item>,
 {
-    let picked = |item: &Item| item.status == Status::Planned && select(item);
-    let bar = progress_bar(progress, plan.items.iter().filter(|i| picked(i)).count());
-    let bar = &bar;
-    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (i, item) in plan.items.iter().enumerate() {
-        if picked(item) {
-            groups.entry(item.resource.clone()).or_default().push(i);
-        }
-    }
-    let run = &run;
-    let items = &plan.items;
-    let results: Vec<(usize, Item)> = futures::stream::iter(groups.into_values())
-        .map(|indices| async move {
-            let mut out = Vec::with_capacity(indices.len());
-            for i in indices {
-                let item = run(items[i].clone()).await;
-                bar.set_message(format!("{} {}", item.resource_type, item.name));
-                bar.inc(1);
-                out.push((i, item));
-            }
-            out
-        })
-        .buffer_unordered(concurrency)
-        .flat_map(futures::stream::iter)
-        .collect()
-        .await;
-    bar.finish_and_clear();
-    for (i, item) in results {
-        plan.items[i] = item;
-    }
+    // The same executor as the journalled one, with nothing to journal around the changes.
+    execute_batched(
+        plan,
+        concurrency,
+        progress,
+        select,
+        |items| async { items },
+        run,
+        |items| async { items },
+    )
+    .await;
 }
 
 /// Carry out the planned lines `select` picks with their journal writes batched, [`BATCH`] lines
@@ -287,6 +268,19 @@ pub async fn execute_batched<S, B, BF, C, CF, A, AF>(
         }
     }
     bar.finish_and_clear();
+}
+
+/// The journal records of a batch of lines, for one batched journal write. A line without a record
+/// (never expected: the write-ahead or the plan gave each one) is failed, and nothing is written.
+pub fn records_of(items: &mut [Item]) -> Option<Vec<crate::journal::Record>> {
+    let records: Vec<_> = items.iter().filter_map(|i| i.record.clone()).collect();
+    if records.len() == items.len() {
+        return Some(records);
+    }
+    for item in items.iter_mut().filter(|i| i.record.is_none()) {
+        item.fail("internal: no journal record for this line".into());
+    }
+    None
 }
 
 /// A progress bar on a terminal (unless `--no-progress`); hidden otherwise, where the result table

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
-    confirm, describe, execute, execute_batched, kube_clusters, report_result, settle, verify, Context, Phases,
-    Prepared, EXIT_OK,
+    confirm, describe, execute, execute_batched, kube_clusters, records_of, report_result, settle, verify, Context,
+    Phases, Prepared, EXIT_OK,
 };
 use crate::cli;
 use crate::journal::Record;
@@ -291,13 +291,9 @@ async fn put_back(plugins: &BTreeMap<&str, &dyn Plugin>, mut item: Item) -> Item
 /// Delete the records of a batch of recovered lines in one call, each only if nobody wrote it
 /// since it was read.
 async fn forget(ctx: &Context, mut items: Vec<Item>) -> Vec<Item> {
-    let records: Vec<Record> = items.iter().filter_map(|i| i.record.clone()).collect();
-    if records.len() != items.len() {
-        for item in items.iter_mut().filter(|i| i.record.is_none()) {
-            item.fail("internal: no journal record".into());
-        }
+    let Some(records) = records_of(&mut items) else {
         return items;
-    }
+    };
     for (item, outcome) in items.iter_mut().zip(ctx.journal.remove_many(&records).await) {
         if let Err(e) = outcome {
             item.fail(format!("{}; subnets are back, journal record kept", describe(&e)));

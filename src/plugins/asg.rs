@@ -147,8 +147,8 @@ impl Plugin for AutoScaling {
         let Some(batch) = how.pace else {
             return Vec::new();
         };
-        let suspended: Vec<String> = serde_json::from_value(resource.detail["suspended"].clone()).unwrap_or_default();
-        let members: Vec<Member> = serde_json::from_value(resource.detail["instances"].clone()).unwrap_or_default();
+        let suspended: Vec<String> = listed(resource, "suspended");
+        let members: Vec<Member> = listed(resource, "instances");
         let suspend = !suspended.iter().any(|p| p == AZ_REBALANCE);
         let in_zone = members.iter().filter(|m| m.az == how.az_name).count();
         resource.detail["pace"] = serde_json::json!(Pace {
@@ -169,7 +169,7 @@ impl Plugin for AutoScaling {
         if !record.actions.iter().any(|a| a == SUSPENDED) {
             return Vec::new();
         }
-        let suspended: Vec<String> = serde_json::from_value(resource.detail["suspended"].clone()).unwrap_or_default();
+        let suspended: Vec<String> = listed(resource, "suspended");
         if !suspended.iter().any(|p| p == AZ_REBALANCE) {
             return Vec::new();
         }
@@ -301,8 +301,8 @@ fn members(group: &AutoScalingGroup) -> Vec<Member> {
 /// desired, none outside its zones, and, when it has enough instances for every zone, at least one
 /// InService in each (capacity is back in a recovered zone).
 fn capacity_in_place(group: &Resource) -> std::result::Result<(), String> {
-    let members: Vec<Member> = serde_json::from_value(group.detail["instances"].clone()).unwrap_or_default();
-    let zones: Vec<String> = serde_json::from_value(group.detail["zones"].clone()).unwrap_or_default();
+    let members: Vec<Member> = listed(group, "instances");
+    let zones: Vec<String> = listed(group, "zones");
     let desired = group.detail["desired"].as_u64().unwrap_or(0) as usize;
     let serving: Vec<&Member> = members.iter().filter(|m| m.state == "InService").collect();
     if serving.len() < desired {
@@ -355,9 +355,14 @@ fn to_resource(group: AutoScalingGroup) -> Resource {
     }
 }
 
+/// A list this plugin keeps in a group's `detail` (empty when absent).
+fn listed<T: serde::de::DeserializeOwned>(resource: &Resource, key: &str) -> Vec<T> {
+    serde_json::from_value(resource.detail[key].clone()).unwrap_or_default()
+}
+
 /// The target groups (ARNs) a group's instances are registered with, from its discovered state.
 pub fn target_groups(resource: &Resource) -> Vec<String> {
-    serde_json::from_value(resource.detail["target_groups"].clone()).unwrap_or_default()
+    listed(resource, "target_groups")
 }
 
 /// `arn:aws:autoscaling:REGION:ACCOUNT:autoScalingGroup:UUID:autoScalingGroupName/NAME` → `NAME`.

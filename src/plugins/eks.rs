@@ -210,21 +210,11 @@ pub fn evacuation(cluster: &str, nodes: &[Node], az_id: &str, zones: &Zones, mod
                 notes.clear();
             }
             Item {
-                resource_type: TYPE.to_owned(),
-                resource: resource_id(cluster, &name),
-                name: format!("{}/{name}", short(cluster)),
-                az_id: az_id.to_owned(),
-                current_subnets: Vec::new(),
-                removed_subnets: None,
-                restored_subnets: None,
                 actions: Some(actions),
-                resulting_subnets: Vec::new(),
                 status,
                 reason,
                 notes,
-                requires: Vec::new(),
-                target: None,
-                record: None,
+                ..Item::new(TYPE, &resource_id(cluster, &name), &format!("{}/{name}", short(cluster)), az_id)
             }
         })
         .collect()
@@ -253,21 +243,15 @@ pub fn recovery(record: &Record, node: Option<&Node>) -> Item {
         }
     };
     Item {
-        resource_type: TYPE.to_owned(),
-        resource: record.resource.clone(),
-        name: format!("{}/{node_name}", short(cluster)),
-        az_id: record.az_id.clone(),
-        current_subnets: Vec::new(),
-        removed_subnets: None,
-        restored_subnets: None,
         actions: Some(undo),
-        resulting_subnets: Vec::new(),
-        status: Status::Planned,
         reason,
-        notes: Vec::new(),
-        requires: Vec::new(),
-        target: None,
         record: Some(record.clone()),
+        ..Item::new(
+            TYPE,
+            &record.resource,
+            &format!("{}/{node_name}", short(cluster)),
+            &record.az_id,
+        )
     }
 }
 

@@ -128,21 +128,9 @@ pub fn evacuation(managed: &[Managed], az_id: &str, expires_in: &str, records: &
                 m.active.first().map(describe_foreign)
             };
             let mut item = Item {
-                resource_type: TYPE.to_owned(),
-                resource: key(&m.arn),
-                name: m.name.clone(),
-                az_id: az_id.to_owned(),
-                current_subnets: Vec::new(),
-                removed_subnets: None,
-                restored_subnets: None,
                 actions: Some(vec![format!(
                     "start zonal shift away from {az_id}, expires in {expires_in}"
                 )]),
-                resulting_subnets: Vec::new(),
-                status: Status::Planned,
-                reason: None,
-                notes: Vec::new(),
-                requires: Vec::new(),
                 target: Some(Resource {
                     resource_type: TYPE,
                     id: key(&m.arn),
@@ -150,6 +138,7 @@ pub fn evacuation(managed: &[Managed], az_id: &str, expires_in: &str, records: &
                     ..Resource::default()
                 }),
                 record: record.cloned(),
+                ..Item::new(TYPE, &key(&m.arn), &m.name, az_id)
             };
             if let Some(why) = skip {
                 item.status = Status::Skipped;
@@ -207,24 +196,15 @@ pub fn recovery(record: &Record, active: &[Active]) -> Item {
         ),
     };
     Item {
-        resource_type: TYPE.to_owned(),
-        resource: record.resource.clone(),
-        name: record
-            .resource_name
-            .clone()
-            .unwrap_or_else(|| arn_of(&record.resource).to_owned()),
-        az_id: record.az_id.clone(),
-        current_subnets: Vec::new(),
-        removed_subnets: None,
-        restored_subnets: None,
         actions: Some(actions),
-        resulting_subnets: Vec::new(),
-        status: Status::Planned,
         reason,
-        notes: Vec::new(),
-        requires: Vec::new(),
-        target: None,
         record: Some(record.clone()),
+        ..Item::new(
+            TYPE,
+            &record.resource,
+            record.resource_name.as_deref().unwrap_or(arn_of(&record.resource)),
+            &record.az_id,
+        )
     }
 }
 
