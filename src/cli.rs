@@ -1,8 +1,9 @@
 //! The command line, declared once with clap; each flag is documented where it is declared.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 use crate::journal::DEFAULT_TABLE;
+use crate::model::Request;
 
 /// Evacuate an AWS Availability Zone on the control plane (Auto Scaling, ECS, Lambda, EKS), and put it
 /// back exactly. Every change is journalled in DynamoDB before it is made.
@@ -44,19 +45,17 @@ pub struct Global {
     /// Print AWS calls per operation, retries and wall time per phase to stderr (and into --output json).
     #[arg(long, global = true)]
     pub stats: bool,
+    /// How long a resource's lock lasts between renewals: a run that dies holds its resources this
+    /// long at most, then the next run takes them over.
+    #[arg(long, global = true, env = "AZEVAC_LEASE", hide_env_values = true, value_name = "DURATION", default_value = "2m",
+          value_parser = parse_lease)]
+    pub lease: std::time::Duration,
     /// More log lines on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 }
 
-/// How results are printed on stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Output {
-    /// A table and a summary line.
-    Table,
-    /// One JSON document.
-    Json,
-}
+pub use crate::model::Output;
 
 /// What azevac does.
 #[derive(Debug, Subcommand)]
@@ -222,6 +221,19 @@ pub struct ShiftStart {
     pub confirm: Confirm,
 }
 
+impl ShiftStart {
+    /// The evacuation this is: zonal shifts only.
+    pub fn request(&self) -> Request {
+        Request {
+            types: vec![crate::plugins::zonal_shift::TYPE.to_owned()],
+            zonal_shift: true,
+            expires_in: Some(self.expiry.expires_in.clone()),
+            reason: self.reason.clone(),
+            ..Request::default()
+        }
+    }
+}
+
 /// `azevac shift list`.
 #[derive(Debug, Args)]
 pub struct ShiftList {
@@ -239,6 +251,25 @@ pub struct ShiftCancel {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub confirm: Confirm,
+}
+
+impl ShiftCancel {
+    /// The recovery this is: zonal shifts only.
+    pub fn request(&self) -> Request {
+        Request {
+            types: vec![crate::plugins::zonal_shift::TYPE.to_owned()],
+            ..Request::default()
+        }
+    }
+}
+
+/// `--lease`: a duration between 2 seconds and 1 hour.
+fn parse_lease(text: &str) -> Result<std::time::Duration, String> {
+    let lease = humantime::parse_duration(text).map_err(|e| format!("{e} (e.g. 2m or 90s)"))?;
+    if !(std::time::Duration::from_secs(2)..=std::time::Duration::from_secs(3600)).contains(&lease) {
+        return Err("a lease lasts between 2s and 1h".into());
+    }
+    Ok(lease)
 }
 
 /// `azevac recover`.

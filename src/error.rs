@@ -71,6 +71,22 @@ pub enum Error {
         source: BoxError,
     },
 
+    /// Another live run holds the resource's lock: it is changing the resource right now.
+    #[error(
+        "being changed by run {run_id} ({caller}), lease until {until}; left alone: run again once that run has ended \
+         (a lock whose lease ran out is taken over)"
+    )]
+    Locked {
+        /// The locked journal key.
+        resource: String,
+        /// The run holding it.
+        run_id: String,
+        /// That run's caller ARN.
+        caller: String,
+        /// When its lease runs out (RFC 3339).
+        until: String,
+    },
+
     /// The resource was changed by someone else between planning and the update.
     #[error("{resource} was changed by someone else since the plan was made; re-run to plan again")]
     ChangedSincePlan {
@@ -260,6 +276,21 @@ impl Error {
             _ => Error::Aws { operation, source },
         }
     }
+}
+
+/// An error with every cause, on one line.
+pub fn describe(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// Error codes that AWS services use for throttling (they differ per service).

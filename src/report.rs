@@ -7,8 +7,8 @@ use comfy_table::presets::NOTHING;
 use comfy_table::{ContentArrangement, Table};
 use serde::Serialize;
 
-use crate::cli::Output;
 use crate::journal::Record;
+use crate::model::Output;
 use crate::plan::{Command, Plan, Status};
 
 /// Whether a plan is printed before (or instead of) execution, or as the result of a run.

@@ -144,3 +144,32 @@ macro_rules! client {
         )
     };
 }
+
+/// Wall-clock phases of one command, for `--stats`.
+#[derive(Debug)]
+pub struct Phases {
+    last: std::time::Instant,
+    done: Vec<(&'static str, Duration)>,
+}
+
+impl Phases {
+    /// Start timing the first phase.
+    pub fn start() -> Self {
+        Phases {
+            last: std::time::Instant::now(),
+            done: Vec::new(),
+        }
+    }
+
+    /// The phase that just ended.
+    pub fn end(&mut self, name: &'static str) {
+        let now = std::time::Instant::now();
+        self.done.push((name, now - self.last));
+        self.last = now;
+    }
+
+    /// The counts and times so far.
+    pub fn stats(&self) -> Stats {
+        Stats::collect(&self.done)
+    }
+}

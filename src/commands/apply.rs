@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{evacuate, recover, Context};
+use super::Context;
 use crate::cli;
 use crate::plan::{self, Command, Plan};
 use crate::{Error, Result};
@@ -40,24 +40,17 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
         )));
     }
     let request = &saved.plan.request;
-    match saved.plan.command {
-        Command::Evacuate => {
-            let Some(az_id) = saved.plan.az_id.as_deref() else {
-                return Err(Error::BadInput(format!(
-                    "{shown}: an evacuation plan without az_id; make it again"
-                )));
-            };
-            let live = evacuate::prepare(ctx, az_id, request, args.kubeconfig.clone()).await?;
-            matches_live(&saved.plan, &live.plan, &shown)?;
-            evacuate::carry_out(ctx, live, args.yes, &args.wait).await
-        }
-        Command::Recover => {
-            let az_id = saved.plan.az_id.as_deref();
-            let live = recover::prepare(ctx, az_id, request, args.kubeconfig.clone()).await?;
-            matches_live(&saved.plan, &live.plan, &shown)?;
-            recover::carry_out(ctx, live, args.yes, &args.wait).await
-        }
+    let az_id = saved.plan.az_id.as_deref();
+    if saved.plan.command == Command::Evacuate && az_id.is_none() {
+        return Err(Error::BadInput(format!(
+            "{shown}: an evacuation plan without az_id; make it again"
+        )));
     }
+    let live = ctx
+        .prepare(saved.plan.command, az_id, request, args.kubeconfig.clone())
+        .await?;
+    matches_live(&saved.plan, &live.plan, &shown)?;
+    ctx.carry_out(live, args.yes, &args.wait).await
 }
 
 /// Read and check the saved plan document (a file, or stdin for `-`).

@@ -7,8 +7,11 @@ use async_trait::async_trait;
 use aws_sdk_autoscaling::types::AutoScalingGroup;
 use serde::{Deserialize, Serialize};
 
-use super::{Evacuation, Plugin, Resource, Setup};
-use crate::journal::Record;
+use super::subnets::Subnets;
+use super::{zonal_shift, Evacuation, Plugin, Resource, Scope, Setup, SubnetService};
+use crate::crosszone;
+use crate::error::describe;
+use crate::model::{Item, Plan, Record, Status};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of Auto Scaling groups.
@@ -41,6 +44,32 @@ struct Pace {
     timeout_secs: u64,
 }
 
+/// What this plugin keeps in a group's `detail`: its own typed value, never read with a default.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct GroupDetail {
+    /// The target groups (ARNs) its instances are registered with.
+    #[serde(default)]
+    target_groups: Vec<String>,
+    /// Its instances.
+    #[serde(default)]
+    instances: Vec<Member>,
+    /// Its zones (names).
+    #[serde(default)]
+    zones: Vec<String>,
+    /// Its desired capacity.
+    #[serde(default)]
+    desired: u64,
+    /// Its suspended processes.
+    #[serde(default)]
+    suspended: Vec<String>,
+    /// `--pace`, when planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pace: Option<Pace>,
+    /// Whether recovery resumes AZRebalance (azevac suspended it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    resume: bool,
+}
+
 /// One instance of a group, as `detail` keeps it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Member {
@@ -53,17 +82,24 @@ struct Member {
 #[derive(Debug, Clone)]
 pub struct AutoScaling {
     client: aws_sdk_autoscaling::Client,
+    sdk: aws_config::SdkConfig,
+    force: bool,
 }
 
 /// Registry constructor: Auto Scaling applies to every run.
-pub fn plugin(setup: &Setup) -> Option<Box<dyn Plugin>> {
-    Some(Box::new(AutoScaling {
-        client: crate::client!(aws_sdk_autoscaling, &setup.sdk),
-    }))
+pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box<dyn Plugin>>>> {
+    Box::pin(async move {
+        let service = AutoScaling {
+            client: crate::client!(aws_sdk_autoscaling, &setup.sdk),
+            sdk: setup.sdk.clone(),
+            force: setup.request.force,
+        };
+        Ok(Some(Subnets::plugin(service, &setup.sdk)))
+    })
 }
 
 #[async_trait]
-impl Plugin for AutoScaling {
+impl SubnetService for AutoScaling {
     fn resource_type(&self) -> &'static str {
         TYPE
     }
@@ -110,7 +146,8 @@ impl Plugin for AutoScaling {
     }
 
     async fn apply(&self, resource: &Resource, subnets: &[String]) -> Result<()> {
-        let pace: Option<Pace> = serde_json::from_value(resource.detail["pace"].clone()).ok();
+        let detail: GroupDetail = resource.detail_as()?;
+        let pace = detail.pace;
         // Suspended first, so that Auto Scaling does not rebalance the zone out all at once.
         if pace.as_ref().is_some_and(|p| p.suspend) {
             self.client
@@ -131,7 +168,7 @@ impl Plugin for AutoScaling {
         if let Some(pace) = pace {
             self.pace_out(&resource.name, &pace).await?;
         }
-        if resource.detail["resume"].as_bool() == Some(true) {
+        if detail.resume {
             self.client
                 .resume_processes()
                 .auto_scaling_group_name(&resource.name)
@@ -143,38 +180,46 @@ impl Plugin for AutoScaling {
         Ok(())
     }
 
-    fn plan_evacuation(&self, resource: &mut Resource, how: &Evacuation) -> Vec<String> {
+    fn plan_evacuation(&self, resource: &mut Resource, how: &Evacuation) -> Result<Vec<String>> {
         let Some(batch) = how.pace else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
-        let suspended: Vec<String> = listed(resource, "suspended");
-        let members: Vec<Member> = listed(resource, "instances");
-        let suspend = !suspended.iter().any(|p| p == AZ_REBALANCE);
-        let in_zone = members.iter().filter(|m| m.az == how.az_name).count();
-        resource.detail["pace"] = serde_json::json!(Pace {
+        let mut detail: GroupDetail = resource.detail_as()?;
+        let suspend = !detail.suspended.iter().any(|p| p == AZ_REBALANCE);
+        let in_zone = detail.instances.iter().filter(|m| m.az == how.az_name).count();
+        detail.pace = Some(Pace {
             batch,
             az_name: how.az_name.clone(),
             suspend,
             timeout_secs: how.timeout.as_secs(),
         });
+        resource.set_detail(&detail);
         let mut actions = Vec::new();
         if suspend {
             actions.push(SUSPENDED.to_owned());
         }
         actions.push(format!("terminate:{in_zone} in the zone, {batch} at a time"));
-        actions
+        Ok(actions)
     }
 
-    fn plan_recovery(&self, resource: &mut Resource, record: &Record) -> Vec<String> {
+    fn plan_recovery(&self, resource: &mut Resource, record: &Record) -> Result<Vec<String>> {
         if !record.actions.iter().any(|a| a == SUSPENDED) {
-            return Vec::new();
+            return Ok(Vec::new());
         }
-        let suspended: Vec<String> = listed(resource, "suspended");
-        if !suspended.iter().any(|p| p == AZ_REBALANCE) {
-            return Vec::new();
+        let mut detail: GroupDetail = resource.detail_as()?;
+        if !detail.suspended.iter().any(|p| p == AZ_REBALANCE) {
+            return Ok(Vec::new());
         }
-        resource.detail["resume"] = serde_json::json!(true);
-        vec![format!("resume:{AZ_REBALANCE}")]
+        detail.resume = true;
+        resource.set_detail(&detail);
+        Ok(vec![format!("resume:{AZ_REBALANCE}")])
+    }
+
+    async fn review(&self, plan: &mut Plan, scope: &Scope<'_>) -> Result<()> {
+        if scope.command == crate::model::Command::Evacuate {
+            self.guard_cross_zone(plan, scope.az_id()).await?;
+        }
+        Ok(())
     }
 
     async fn settle(&self, resources: &[Resource], timeout: Duration) -> Result<Vec<(String, String)>> {
@@ -301,9 +346,9 @@ fn members(group: &AutoScalingGroup) -> Vec<Member> {
 /// desired, none outside its zones, and, when it has enough instances for every zone, at least one
 /// InService in each (capacity is back in a recovered zone).
 fn capacity_in_place(group: &Resource) -> std::result::Result<(), String> {
-    let members: Vec<Member> = listed(group, "instances");
-    let zones: Vec<String> = listed(group, "zones");
-    let desired = group.detail["desired"].as_u64().unwrap_or(0) as usize;
+    let detail: GroupDetail = group.detail_as().map_err(|e| describe(&e))?;
+    let (members, zones) = (detail.instances, detail.zones);
+    let desired = usize::try_from(detail.desired).unwrap_or(usize::MAX);
     let serving: Vec<&Member> = members.iter().filter(|m| m.state == "InService").collect();
     if serving.len() < desired {
         return Err(format!("{} of {desired} instances InService", serving.len()));
@@ -355,14 +400,65 @@ fn to_resource(group: AutoScalingGroup) -> Resource {
     }
 }
 
-/// A list this plugin keeps in a group's `detail` (empty when absent).
-fn listed<T: serde::de::DeserializeOwned>(resource: &Resource, key: &str) -> Vec<T> {
-    serde_json::from_value(resource.detail[key].clone()).unwrap_or_default()
+/// The target groups (ARNs) a group's instances are registered with, from its discovered state.
+pub fn target_groups(resource: &Resource) -> Result<Vec<String>> {
+    Ok(resource.detail_as::<GroupDetail>()?.target_groups)
 }
 
-/// The target groups (ARNs) a group's instances are registered with, from its discovered state.
-pub fn target_groups(resource: &Resource) -> Vec<String> {
-    listed(resource, "target_groups")
+impl AutoScaling {
+    /// The cross-zone check on every planned group line that has target groups: costs ELB reads only
+    /// for those, and an ARC read only when a balancer without cross-zone load balancing is found.
+    async fn guard_cross_zone(&self, plan: &mut Plan, az_id: &str) -> Result<()> {
+        let is_group = |i: &Item| i.resource_type == TYPE && i.status == Status::Planned;
+        let mut all_groups: std::collections::BTreeSet<String> = Default::default();
+        for item in plan.items.iter_mut().filter(|i| is_group(i)) {
+            match item.target.as_ref().map(target_groups) {
+                Some(Ok(groups)) => all_groups.extend(groups),
+                Some(Err(e)) => item.fail(describe(&e)),
+                None => {}
+            }
+        }
+        if all_groups.is_empty() {
+            return Ok(());
+        }
+        let zonal = crosszone::zonal_balancers(&self.sdk, &all_groups).await?;
+        if zonal.values().all(Vec::is_empty) {
+            return Ok(());
+        }
+        let mut shifted = crosszone::Shifted::default();
+        for item in plan.items.iter().filter(|i| i.resource_type == zonal_shift::TYPE) {
+            // A skipped shift line has a shift (ours or not) in progress: the active list below decides.
+            if item.status == Status::Planned {
+                let arn = zonal_shift::arn_of(&item.resource).to_owned();
+                shifted.planned.insert(arn, item.resource.clone());
+            }
+        }
+        match zonal_shift::Shifts::new(&self.sdk).active(None).await {
+            Ok(active) => shifted.active.extend(
+                active
+                    .into_iter()
+                    .filter(|(_, a)| a.away_from == az_id)
+                    .map(|(arn, _)| arn),
+            ),
+            Err(e) => shifted.unknown = Some(describe(&e)),
+        }
+        for item in plan.items.iter_mut().filter(|i| is_group(i)) {
+            let groups = item
+                .target
+                .as_ref()
+                .map(target_groups)
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            let balancers: Vec<crosszone::Zonal> = groups
+                .iter()
+                .filter_map(|tg| zonal.get(tg))
+                .flatten()
+                .cloned()
+                .collect();
+            crosszone::check(item, &balancers, &shifted, self.force);
+        }
+        Ok(())
+    }
 }
 
 /// `arn:aws:autoscaling:REGION:ACCOUNT:autoScalingGroup:UUID:autoScalingGroupName/NAME` → `NAME`.

@@ -14,7 +14,8 @@ use aws_sdk_ecs::types::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{Plugin, Resource, Setup};
+use super::subnets::Subnets;
+use super::{Plugin, Resource, Setup, SubnetService};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of ECS services.
@@ -44,11 +45,14 @@ pub struct Ecs {
 }
 
 /// Registry constructor: ECS applies to every run.
-pub fn plugin(setup: &Setup) -> Option<Box<dyn Plugin>> {
-    Some(Box::new(Ecs::new(
-        crate::client!(aws_sdk_ecs, &setup.sdk),
-        setup.ecs_clusters.clone(),
-    )))
+pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box<dyn Plugin>>>> {
+    Box::pin(async move {
+        let service = Ecs::new(
+            crate::client!(aws_sdk_ecs, &setup.sdk),
+            setup.request.ecs_clusters.clone(),
+        );
+        Ok(Some(Subnets::plugin(service, &setup.sdk)))
+    })
 }
 
 impl Ecs {
@@ -96,7 +100,7 @@ impl Ecs {
 }
 
 #[async_trait]
-impl Plugin for Ecs {
+impl SubnetService for Ecs {
     fn resource_type(&self) -> &'static str {
         TYPE
     }
@@ -145,7 +149,7 @@ impl Plugin for Ecs {
     }
 
     async fn apply(&self, resource: &Resource, subnets: &[String]) -> Result<()> {
-        let detail: Detail = serde_json::from_value(resource.detail.clone()).unwrap_or_default();
+        let detail: Detail = resource.detail_as()?;
         let awsvpc = AwsVpcConfiguration::builder()
             .set_subnets(Some(subnets.to_vec()))
             .set_security_groups(Some(detail.security_groups))
@@ -169,7 +173,7 @@ impl Plugin for Ecs {
     async fn settle(&self, resources: &[Resource], timeout: Duration) -> Result<Vec<(String, String)>> {
         let mut by_cluster: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for resource in resources {
-            let detail: Detail = serde_json::from_value(resource.detail.clone()).unwrap_or_default();
+            let detail: Detail = resource.detail_as()?;
             by_cluster.entry(detail.cluster).or_default().push(resource.id.clone());
         }
         let deadline = tokio::time::Instant::now() + timeout;

@@ -16,8 +16,11 @@ use kube::api::{Api, EvictParams, ListParams, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::json;
 
-use crate::journal::Record;
-use crate::plan::{Item, Status};
+use async_trait::async_trait;
+
+use super::{Acted, Plugin, Scope, Setup};
+use crate::journal::Held;
+use crate::model::{Item, Record, Status};
 use crate::topology::Zones;
 use crate::{Error, Result};
 
@@ -31,21 +34,12 @@ pub const ZONE_ID_LABEL: &str = "topology.k8s.aws/zone-id";
 pub const ZONE_NAME_LABEL: &str = "topology.kubernetes.io/zone";
 /// The journal action for a cordon azevac made (and will undo).
 const CORDON: &str = "cordon";
+/// The journal action for a drain of a node azevac did not cordon (nothing to undo).
+const DRAIN: &str = "drain";
 /// Tries of a read-modify-write that keeps meeting 409 Conflict.
 const CONFLICT_TRIES: usize = 5;
 
-/// What evacuating a node means (`--k8s-mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Taint `NoExecute`: running pods are evicted (ignoring PodDisruptionBudgets), no new ones land.
-    #[default]
-    Noexecute,
-    /// Taint `NoSchedule` and cordon: running pods stay, no new ones land.
-    Noschedule,
-    /// Cordon, then evict every evictable pod through the Eviction API (PodDisruptionBudgets respected).
-    Drain,
-}
+pub use crate::model::Mode;
 
 /// `--kube-context`, `--kubeconfig`, `--k8s-mode`, `--drain-timeout`.
 #[derive(Debug, Clone, Default)]
@@ -159,8 +153,16 @@ fn taint_action(az_id: &str, effect: &str) -> String {
 }
 
 /// What evacuating one cluster means, node by node (pure). A cluster whose every Ready node is in the
-/// zone is skipped whole: never evacuate a cluster's last schedulable zone.
-pub fn evacuation(cluster: &str, nodes: &[Node], az_id: &str, zones: &Zones, mode: Mode) -> Vec<Item> {
+/// zone is skipped whole: never evacuate a cluster's last schedulable zone. A node keeps what an
+/// earlier run did to it (`records`, by journal key): a cordon azevac made is not planned again.
+pub fn evacuation(
+    cluster: &str,
+    nodes: &[Node],
+    az_id: &str,
+    zones: &Zones,
+    mode: Mode,
+    records: &BTreeMap<String, Record>,
+) -> Vec<Item> {
     let in_zone: Vec<&Node> = nodes
         .iter()
         .filter(|n| node_zone(n, zones).as_deref() == Some(az_id))
@@ -178,12 +180,18 @@ pub fn evacuation(cluster: &str, nodes: &[Node], az_id: &str, zones: &Zones, mod
         .into_iter()
         .map(|node| {
             let name = node.metadata.name.clone().unwrap_or_default();
+            let record = records.get(&resource_id(cluster, &name));
+            let cordoned_by_us = record.is_some_and(|r| r.actions.iter().any(|a| a == CORDON)) && !is_schedulable(node);
             let mut actions = Vec::new();
-            if mode != Mode::Drain {
+            if mode != Mode::Drain && our_taint(node).is_none() {
                 actions.push(taint_action(az_id, effect));
             }
             if mode != Mode::Noexecute && is_schedulable(node) {
                 actions.push(CORDON.to_owned());
+            }
+            // A drain of a node someone else cordoned still evicts its pods: journalled as such.
+            if mode == Mode::Drain && actions.is_empty() && !cordoned_by_us {
+                actions.push(DRAIN.to_owned());
             }
             let mut notes = Vec::new();
             match mode {
@@ -200,8 +208,10 @@ pub fn evacuation(cluster: &str, nodes: &[Node], az_id: &str, zones: &Zones, mod
                     Status::Skipped,
                     Some("every Ready node of the cluster is in the zone: it is the cluster's last schedulable zone".to_owned()),
                 )
-            } else if our_taint(node).is_some() {
+            } else if actions.is_empty() && our_taint(node).is_some() {
                 (Status::Skipped, Some(format!("{} (azevac taint present)", crate::plan::ALREADY_EVACUATED)))
+            } else if actions.is_empty() {
+                (Status::Skipped, Some(format!("{} (cordoned by azevac)", crate::plan::ALREADY_EVACUATED)))
             } else {
                 (Status::Planned, None)
             };
@@ -214,6 +224,13 @@ pub fn evacuation(cluster: &str, nodes: &[Node], az_id: &str, zones: &Zones, mod
                 status,
                 reason,
                 notes,
+                record: record.cloned(),
+                target: Some(crate::model::Resource {
+                    resource_type: TYPE,
+                    id: resource_id(cluster, &name),
+                    name: format!("{}/{name}", short(cluster)),
+                    ..crate::model::Resource::default()
+                }),
                 ..Item::new(TYPE, &resource_id(cluster, &name), &format!("{}/{name}", short(cluster)), az_id)
             }
         })
@@ -228,7 +245,7 @@ pub fn recovery(record: &Record, node: Option<&Node>) -> Item {
     let reason = match node {
         None => Some("node no longer exists (replaced?): journal record will be deleted".to_owned()),
         Some(node) => {
-            for action in &record.actions {
+            for action in record.actions.iter().filter(|a| *a != DRAIN) {
                 let still = if action == CORDON {
                     !is_schedulable(node)
                 } else {
@@ -314,13 +331,13 @@ impl Cluster {
         let want_taint = options.mode != Mode::Drain;
         let want_cordon = options.mode != Mode::Noexecute;
         // Set by the attempt that wrote: whether that write is what cordoned the node.
-        let cordoning = std::cell::Cell::new(false);
+        let cordoning = std::sync::atomic::AtomicBool::new(false);
         let updated = self
             .update_node(node, |n| {
                 let mut taints = n.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
                 let add_taint = want_taint && !taints.iter().any(|t| t.key == TAINT_KEY);
                 let cordon = want_cordon && is_schedulable(n);
-                cordoning.set(cordon);
+                cordoning.store(cordon, std::sync::atomic::Ordering::Relaxed);
                 if !add_taint && !cordon {
                     return None;
                 }
@@ -351,8 +368,11 @@ impl Cluster {
         if want_taint {
             actions.push(taint_action(az_id, effect));
         }
-        if cordoning.get() && !is_schedulable(&node_now) {
+        if cordoning.load(std::sync::atomic::Ordering::Relaxed) && !is_schedulable(&node_now) {
             actions.push(CORDON.to_owned());
+        }
+        if options.mode == Mode::Drain && actions.is_empty() {
+            actions.push(DRAIN.to_owned());
         }
         let mut notes = Vec::new();
         if options.mode == Mode::Drain {
@@ -428,6 +448,112 @@ impl Cluster {
         })
         .await?;
         Ok(())
+    }
+}
+
+/// Kubernetes nodes as a plugin: the clusters of `--kube-context`.
+pub struct Nodes {
+    clusters: BTreeMap<String, Cluster>,
+    options: Options,
+}
+
+/// Registry constructor: the clusters of `--kube-context`. Without a context the type plans nothing
+/// (with a notice when `--type eks` asked for it), and recovery lists its records as kept.
+pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box<dyn Plugin>>>> {
+    Box::pin(async move {
+        let request = &setup.request;
+        let options = Options {
+            contexts: request.kube_contexts.clone(),
+            kubeconfig: setup.kubeconfig.clone(),
+            mode: request.k8s_mode.unwrap_or_default(),
+            // The flag's own default (5m) when a hand-written request leaves it out.
+            drain_timeout: Duration::from_secs(request.drain_timeout_seconds.unwrap_or(300)),
+        };
+        let clusters = if options.contexts.is_empty() {
+            if request.names(TYPE) {
+                eprintln!("azevac: notice: --type eks needs --kube-context CONTEXT; Kubernetes nodes left out");
+            } else {
+                tracing::info!("no --kube-context: Kubernetes nodes left out");
+            }
+            Vec::new()
+        } else {
+            connect(&options).await?
+        };
+        Ok(Some(Box::new(Nodes {
+            clusters: by_name(&clusters),
+            options,
+        }) as Box<dyn Plugin>))
+    })
+}
+
+impl Nodes {
+    fn cluster_of(&self, line: &Item) -> Result<&Cluster> {
+        self.clusters
+            .get(cluster_of(&line.resource))
+            .ok_or_else(|| Error::BadInput(format!("internal: no cluster for {}", line.resource)))
+    }
+}
+
+#[async_trait]
+impl Plugin for Nodes {
+    fn resource_type(&self) -> &'static str {
+        TYPE
+    }
+
+    async fn plan_evacuation(&self, scope: &Scope<'_>) -> Result<Vec<Item>> {
+        let mut items = Vec::new();
+        for cluster in self.clusters.values() {
+            let nodes = cluster.nodes().await?;
+            items.extend(evacuation(
+                &cluster.name,
+                &nodes,
+                scope.az_id(),
+                scope.zones,
+                self.options.mode,
+                scope.records,
+            ));
+        }
+        Ok(items)
+    }
+
+    async fn plan_recovery(&self, records: Vec<Record>, _scope: &Scope<'_>) -> Result<Vec<Item>> {
+        let mut items = Vec::new();
+        for record in &records {
+            let cluster_name = cluster_of(&record.resource);
+            let item = match self.clusters.get(cluster_name) {
+                Some(cluster) => recovery(record, cluster.node(node_of(&record.resource)).await?.as_ref()),
+                None => {
+                    let mut item = recovery(record, None);
+                    item.status = Status::Skipped;
+                    item.actions = Some(Vec::new());
+                    item.reason = Some(format!(
+                        "no --kube-context for cluster {cluster_name}: journal record kept"
+                    ));
+                    item
+                }
+            };
+            items.push(item);
+        }
+        Ok(items)
+    }
+
+    async fn evacuate(&self, line: &Item, held: &Held) -> Result<Acted> {
+        let cluster = self.cluster_of(line)?;
+        let (actions, notes) = cluster
+            .evacuate(node_of(&line.resource), &held.record().az_id, &self.options)
+            .await?;
+        Ok(Acted {
+            actions: Some(actions),
+            problem: (!notes.is_empty()).then(|| format!("cordoned, but {}", notes.join("; "))),
+            shown: None,
+        })
+    }
+
+    async fn recover(&self, line: &Item, held: &Held) -> Result<Acted> {
+        self.cluster_of(line)?
+            .recover(node_of(&line.resource), held.record())
+            .await?;
+        Ok(Acted::default())
     }
 }
 
@@ -523,7 +649,7 @@ mod tests {
             node("a", &[(ZONE_ID_LABEL, "use1-az2")], true),
             node("b", &[(ZONE_ID_LABEL, "use1-az1")], false), // not Ready: does not count
         ];
-        let items = evacuation("prod", &nodes, "use1-az2", &zones(), Mode::Noexecute);
+        let items = evacuation("prod", &nodes, "use1-az2", &zones(), Mode::Noexecute, &BTreeMap::new());
         assert_eq!(items.len(), 1);
         assert_eq!(items[0].status, Status::Skipped);
         assert!(items[0]
@@ -540,7 +666,7 @@ mod tests {
             node("b", &[(ZONE_ID_LABEL, "use1-az1")], true),
         ];
         let plan = |mode| {
-            evacuation("prod", &nodes, "use1-az2", &zones(), mode)[0]
+            evacuation("prod", &nodes, "use1-az2", &zones(), mode, &BTreeMap::new())[0]
                 .actions
                 .clone()
                 .unwrap_or_default()

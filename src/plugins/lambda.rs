@@ -15,7 +15,8 @@ use aws_sdk_lambda::types::{FunctionConfiguration, LastUpdateStatus, VpcConfig, 
 use backon::{ExponentialBuilder, Retryable};
 use serde::{Deserialize, Serialize};
 
-use super::{Plugin, Resource, Setup};
+use super::subnets::Subnets;
+use super::{Plugin, Resource, Setup, SubnetService};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of Lambda functions.
@@ -47,8 +48,11 @@ pub struct Lambda {
 }
 
 /// Registry constructor: Lambda applies to every run.
-pub fn plugin(setup: &Setup) -> Option<Box<dyn Plugin>> {
-    Some(Box::new(Lambda::new(crate::client!(aws_sdk_lambda, &setup.sdk))))
+pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box<dyn Plugin>>>> {
+    Box::pin(async move {
+        let service = Lambda::new(crate::client!(aws_sdk_lambda, &setup.sdk));
+        Ok(Some(Subnets::plugin(service, &setup.sdk)))
+    })
 }
 
 impl Lambda {
@@ -103,7 +107,7 @@ impl Lambda {
 }
 
 #[async_trait]
-impl Plugin for Lambda {
+impl SubnetService for Lambda {
     fn resource_type(&self) -> &'static str {
         TYPE
     }
@@ -138,7 +142,7 @@ impl Plugin for Lambda {
     }
 
     async fn apply(&self, resource: &Resource, subnets: &[String]) -> Result<()> {
-        let detail: Detail = serde_json::from_value(resource.detail.clone()).unwrap_or_default();
+        let detail: Detail = resource.detail_as()?;
         if detail.update_in_progress {
             self.wait_until_updated(&resource.id).await?;
         }
@@ -362,7 +366,7 @@ mod tests {
             .expect_err("gives up");
         assert_eq!(update.num_calls(), CONFLICT_TRIES);
         assert!(
-            crate::commands::describe(&err).contains("ResourceConflictException"),
+            crate::error::describe(&err).contains("ResourceConflictException"),
             "{err}"
         );
     }

@@ -1,77 +1,218 @@
-//! The plugin seam: one file per resource type, each knowing only how to list its resources with
-//! their subnets, read some back, and set new subnets. Planning, journaling, concurrency, retries and
-//! reporting live outside, once.
+//! The plugin seam: one file per kind of zonal action. A plugin plans evacuation lines from what it
+//! discovers, carries one line out, plans recovery lines from journal records, reverts one line,
+//! and may verify and settle. Everything shared — AZ resolution, the journal protocol (write-ahead,
+//! locks, leases), concurrency, ordering and reporting — lives in the engine, once.
+//!
+//! Subnet-placed types (Auto Scaling, ECS, Lambda) implement the smaller [`SubnetService`] and share
+//! one adapter ([`subnets::Subnets`]); Kubernetes nodes and zonal shifts implement [`Plugin`]
+//! directly.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
+use futures::future::BoxFuture;
 
+use crate::journal::Held;
+pub use crate::model::Resource;
+use crate::model::{Command, Item, Plan, Record, Request};
+use crate::plan::Filters;
+use crate::topology::{Zone, Zones};
 use crate::Result;
 
 pub mod asg;
 pub mod ecs;
 pub mod eks;
 pub mod lambda;
+pub mod subnets;
 pub mod zonal_shift;
 
-/// Every plugin, in evacuation order: its `--type` value and how to build it.
-/// Adding a resource type is one file in this folder and one line here.
-const REGISTRY: &[(&str, Constructor)] = &[
-    (asg::TYPE, asg::plugin),
-    (ecs::TYPE, ecs::plugin),
-    (lambda::TYPE, lambda::plugin),
+/// One kind of zonal action, as the registry knows it.
+pub struct Registration {
+    /// The `--type` value and the journal's `resource_type`.
+    pub name: &'static str,
+    /// The IAM service prefixes its calls are authorized under (for the IAM policy's drift test).
+    pub services: &'static [&'static str],
+    /// Builds the plugin from the run's setup; `None` when the type does not apply to this run.
+    pub build: Constructor,
+}
+
+/// Builds a plugin (may connect, as Kubernetes does).
+pub type Constructor = for<'a> fn(&'a Setup) -> BoxFuture<'a, Result<Option<Box<dyn Plugin>>>>;
+
+/// Every kind of zonal action, in plan order within a stage. Adding one is a file in this folder
+/// and a line here; nothing else lists the types.
+pub const REGISTRY: &[Registration] = &[
+    Registration {
+        name: asg::TYPE,
+        services: &["autoscaling", "elasticloadbalancing"],
+        build: asg::plugin,
+    },
+    Registration {
+        name: ecs::TYPE,
+        services: &["ecs"],
+        build: ecs::plugin,
+    },
+    Registration {
+        name: lambda::TYPE,
+        services: &["lambda"],
+        build: lambda::plugin,
+    },
+    Registration {
+        name: eks::TYPE,
+        services: &[],
+        build: eks::plugin,
+    },
+    Registration {
+        name: zonal_shift::TYPE,
+        services: &["arc-zonal-shift"],
+        build: zonal_shift::plugin,
+    },
 ];
 
-/// Builds a plugin from the run's setup; `None` when the type does not apply to this run.
-type Constructor = fn(&Setup) -> Option<Box<dyn Plugin>>;
+/// The IAM service prefixes every run uses whatever the types: zones and subnets, the journal, the
+/// caller's identity.
+pub const CORE_SERVICES: &[&str] = &["ec2", "dynamodb", "sts"];
 
-/// What plugins are built from: the SDK configuration and the type-specific flags.
+/// The `--type` values azevac knows, in registry order.
+pub fn types() -> Vec<&'static str> {
+    REGISTRY.iter().map(|r| r.name).collect()
+}
+
+/// What plugins are built from: the SDK configuration and the request.
 #[derive(Debug, Clone)]
 pub struct Setup {
     /// The shared SDK configuration (region, credentials, endpoint, retries).
     pub sdk: SdkConfig,
-    /// `--cluster`: the ECS clusters to look in (every cluster when empty).
-    pub ecs_clusters: Vec<String>,
+    /// What the operator asked for.
+    pub request: Request,
+    /// `--kubeconfig`, for the Kubernetes types.
+    pub kubeconfig: Option<PathBuf>,
 }
 
-/// The `--type` values azevac knows, in evacuation order. Kubernetes nodes and zonal shifts come last:
-/// they are not placed by subnets, so they have their own modules rather than registry entries.
-pub fn types() -> Vec<&'static str> {
-    REGISTRY
-        .iter()
-        .map(|(t, _)| *t)
-        .chain([eks::TYPE, zonal_shift::TYPE])
-        .collect()
+/// The plugins for the request's types (every type when none is named), in registry order.
+pub async fn select(setup: &Setup) -> Result<Vec<Box<dyn Plugin>>> {
+    let mut plugins = Vec::new();
+    for registration in REGISTRY {
+        let wanted = setup.request.types.is_empty() || setup.request.names(registration.name);
+        if wanted {
+            if let Some(plugin) = (registration.build)(setup).await? {
+                plugins.push(plugin);
+            }
+        }
+    }
+    Ok(plugins)
 }
 
-/// One resource's network placement as its service reports it now.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Resource {
-    /// The `--type` value of its plugin (`asg`).
-    pub resource_type: &'static str,
-    /// The identifier the journal keys on: the ARN.
-    pub id: String,
-    /// The short name an operator recognises.
-    pub name: String,
-    /// Its subnets, in the service's order.
-    pub subnets: Vec<String>,
-    /// Its tags, for `--tag` filters.
-    pub tags: BTreeMap<String, String>,
-    /// Why azevac cannot change this resource's subnets, if it cannot (shown as the skip reason).
-    pub unsupported: Option<String>,
-    /// Caveats the operator should read before this resource is changed.
-    pub notes: Vec<String>,
-    /// What the plugin needs to change the resource without losing other settings (security groups,
-    /// cluster, revision...): the plugin's own type, serialised, opaque to everything else.
-    pub detail: serde_json::Value,
+/// When a line runs, relative to the others: traffic moves before capacity on the way out; on the
+/// way back capacity returns first and load-balancer traffic last, once capacity is back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    /// Before capacity changes (evacuate: zonal shifts; recover: shifts of groups and clusters).
+    First,
+    /// Capacity: subnets and nodes.
+    Capacity,
+    /// After capacity has been verified and has settled (recover: load-balancer shifts).
+    Last,
 }
 
-/// A resource type azevac can evacuate. Implementations make plain service calls: the SDK retries
-/// throttling, and the caller journals, plans and bounds concurrency.
+/// What planning sees besides the plugin's own discovery.
+#[derive(Debug)]
+pub struct Scope<'a> {
+    /// Evacuate or recover.
+    pub command: Command,
+    /// The zone (evacuate always; recover with `--az-id`).
+    pub zone: Option<&'a Zone>,
+    /// The region's zones, to map names to IDs.
+    pub zones: &'a Zones,
+    /// The subnets of the zone (evacuate).
+    pub zone_subnets: &'a BTreeSet<String>,
+    /// This zone's journal records by resource key (evacuate).
+    pub records: &'a BTreeMap<String, Record>,
+    /// What the operator asked for.
+    pub request: &'a Request,
+}
+
+impl Scope<'_> {
+    /// `--tag` and `--name-prefix`.
+    pub fn filters(&self) -> Filters {
+        Filters {
+            tags: self.request.tag_pairs(),
+            name_prefix: self.request.name_prefix.clone(),
+        }
+    }
+
+    /// The zone's AZ ID ("" for a recovery of every zone).
+    pub fn az_id(&self) -> &str {
+        self.zone.map_or("", |z| z.id.as_str())
+    }
+}
+
+/// What carrying a line out did.
+#[derive(Debug, Default)]
+pub struct Acted {
+    /// The actions actually done, for the journal (`None`: as planned and written ahead).
+    pub actions: Option<Vec<String>>,
+    /// Done and journalled, but not all of it took (pods a drain could not evict): fails the line.
+    pub problem: Option<String>,
+    /// What carrying it out showed, in the operator's words (the shift ID started).
+    pub shown: Option<Vec<String>>,
+}
+
+/// A kind of zonal action. Implementations make plain service calls; the engine journals, locks,
+/// orders, bounds concurrency and reports.
 #[async_trait]
 pub trait Plugin: Send + Sync {
+    /// The `--type` value and the journal's `resource_type`.
+    fn resource_type(&self) -> &'static str;
+
+    /// When `line` runs (default: with capacity).
+    fn stage(&self, _command: Command, _line: &Item) -> Stage {
+        Stage::Capacity
+    }
+
+    /// Discover what this type acts on and plan each evacuation line (skipped lines with the reason).
+    async fn plan_evacuation(&self, scope: &Scope<'_>) -> Result<Vec<Item>>;
+
+    /// Plan a recovery line for each of this type's records.
+    async fn plan_recovery(&self, records: Vec<Record>, scope: &Scope<'_>) -> Result<Vec<Item>>;
+
+    /// Look at the whole plan once every type has planned (Auto Scaling: the cross-zone check
+    /// against the plan's zonal shifts).
+    async fn review(&self, _plan: &mut Plan, _scope: &Scope<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Under the lock, right before acting: read these lines' resources again and compute each
+    /// change from the live state (a line whose change is now nothing is marked skipped; lines of
+    /// one resource come in order and build on each other). Default: the act reads live state itself.
+    async fn refresh(&self, _command: Command, _lines: &mut [&mut Item], _held: &[&Held]) -> Result<()> {
+        Ok(())
+    }
+
+    /// Carry one evacuation line out.
+    async fn evacuate(&self, line: &Item, held: &Held) -> Result<Acted>;
+
+    /// Carry one recovery line out.
+    async fn recover(&self, line: &Item, held: &Held) -> Result<Acted>;
+
+    /// Trust, but verify: read the done lines back and fail those whose resource is not as the line
+    /// says. Default: the act read back what it wrote.
+    async fn verify(&self, _lines: &mut [&mut Item]) {}
+
+    /// Wait until the changed resources have settled (`--wait`), at most `timeout`. Returns the
+    /// resources that did not, with why.
+    async fn settle(&self, _lines: &[&Item], _timeout: Duration) -> Result<Vec<(String, String)>> {
+        Ok(Vec::new())
+    }
+}
+
+/// A subnet-placed resource type: how to list its resources with their subnets, read some back, and
+/// set new subnets. The shared adapter turns it into a [`Plugin`].
+#[async_trait]
+pub trait SubnetService: Send + Sync {
     /// The `--type` value and the journal's `resource_type` (`asg`).
     fn resource_type(&self) -> &'static str;
 
@@ -91,20 +232,24 @@ pub trait Plugin: Send + Sync {
     }
 
     /// Add the steps an evacuation of this resource takes besides its subnets (ASG: `--pace`),
-    /// recorded in its `detail` for `apply`; returns them as journal actions. Most types have none.
-    fn plan_evacuation(&self, _resource: &mut Resource, _how: &Evacuation) -> Vec<String> {
-        Vec::new()
+    /// recorded in its `detail`; returns them as journal actions. Most types have none.
+    fn plan_evacuation(&self, _resource: &mut Resource, _how: &Evacuation) -> Result<Vec<String>> {
+        Ok(Vec::new())
     }
 
     /// Add what recovering this resource undoes besides its subnets, from the journal record's
-    /// actions (ASG: resume what azevac suspended), recorded in its `detail` for `apply`; returns
-    /// the steps as shown in the plan. Most types have none.
-    fn plan_recovery(&self, _resource: &mut Resource, _record: &crate::journal::Record) -> Vec<String> {
-        Vec::new()
+    /// actions (ASG: resume what azevac suspended), recorded in its `detail`; returns the steps as
+    /// shown in the plan. Most types have none.
+    fn plan_recovery(&self, _resource: &mut Resource, _record: &Record) -> Result<Vec<String>> {
+        Ok(Vec::new())
     }
 
-    /// Wait until the changed resources have settled (`--wait`), at most `timeout`. Returns the
-    /// resources that did not, with why. Most types settle on their own.
+    /// Look at the whole plan (Auto Scaling: the cross-zone check).
+    async fn review(&self, _plan: &mut Plan, _scope: &Scope<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Wait until the changed resources have settled (`--wait`), at most `timeout`.
     async fn settle(&self, _resources: &[Resource], _timeout: Duration) -> Result<Vec<(String, String)>> {
         Ok(Vec::new())
     }
@@ -121,11 +266,13 @@ pub struct Evacuation {
     pub timeout: Duration,
 }
 
-/// The plugins for these types (every type when `types` is empty), in evacuation order.
-pub fn select(setup: &Setup, types: &[String]) -> Vec<Box<dyn Plugin>> {
-    REGISTRY
-        .iter()
-        .filter(|(t, _)| types.is_empty() || types.iter().any(|w| w == t))
-        .filter_map(|(_, build)| build(setup))
-        .collect()
+impl Evacuation {
+    /// The pacing the request asks for, in this zone.
+    pub fn of(request: &Request, zone: Option<&Zone>) -> Evacuation {
+        Evacuation {
+            az_name: zone.map(|z| z.name.clone()).unwrap_or_default(),
+            pace: request.pace,
+            timeout: Duration::from_secs(request.pace_timeout_seconds.unwrap_or(900)),
+        }
+    }
 }

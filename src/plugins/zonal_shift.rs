@@ -8,9 +8,13 @@ use std::collections::BTreeMap;
 
 use aws_sdk_arczonalshift::types::{ManagedResourceSummary, ZonalShiftStatus};
 
-use crate::journal::Record;
-use crate::plan::{Item, Status, ALREADY_EVACUATED};
-use crate::plugins::Resource;
+use async_trait::async_trait;
+
+use super::{Acted, Plugin, Scope, Setup, Stage};
+use crate::error::describe;
+use crate::journal::Held;
+use crate::model::{Command, Item, Record, Resource, Status};
+use crate::plan::ALREADY_EVACUATED;
 use crate::topology::Zones;
 use crate::{Error, Result};
 
@@ -214,6 +218,155 @@ pub fn to_cancel(item: &Item) -> Option<&str> {
         .as_ref()?
         .iter()
         .find_map(|a| a.strip_prefix("cancel zonal shift "))
+}
+
+/// Zonal shifts as a plugin: planned only when asked (`--zonal-shift` or `--type zonal-shift`),
+/// recovered whenever records exist (ARC is asked only then).
+pub struct ZonalShifts {
+    shifts: Shifts,
+    asked: bool,
+    expires_in: String,
+}
+
+/// Registry constructor.
+pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box<dyn Plugin>>>> {
+    Box::pin(async move {
+        let request = &setup.request;
+        Ok(Some(Box::new(ZonalShifts {
+            shifts: Shifts::new(&setup.sdk),
+            asked: request.zonal_shift || request.names(TYPE),
+            expires_in: request
+                .expires_in
+                .clone()
+                .unwrap_or_else(|| DEFAULT_EXPIRES_IN.to_owned()),
+        }) as Box<dyn Plugin>))
+    })
+}
+
+#[async_trait]
+impl Plugin for ZonalShifts {
+    fn resource_type(&self) -> &'static str {
+        TYPE
+    }
+
+    /// Traffic first on the way out; on the way back the shifts of groups and clusters first (so
+    /// they may launch into the zone again), load balancers last, once capacity is back.
+    fn stage(&self, command: Command, line: &Item) -> Stage {
+        match command {
+            Command::Evacuate => Stage::First,
+            Command::Recover if cancelled_first(line) => Stage::First,
+            Command::Recover => Stage::Last,
+        }
+    }
+
+    async fn plan_evacuation(&self, scope: &Scope<'_>) -> Result<Vec<Item>> {
+        if !self.asked {
+            return Ok(Vec::new());
+        }
+        let managed = self.shifts.managed(scope.zones).await?;
+        Ok(evacuation(&managed, scope.az_id(), &self.expires_in, scope.records))
+    }
+
+    async fn plan_recovery(&self, records: Vec<Record>, _scope: &Scope<'_>) -> Result<Vec<Item>> {
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let active = self.shifts.active(None).await?;
+        Ok(records
+            .iter()
+            .map(|record| {
+                let arn = arn_of(&record.resource);
+                let on_resource: Vec<Active> = active
+                    .iter()
+                    .filter(|(resource, _)| resource == arn)
+                    .map(|(_, a)| a.clone())
+                    .collect();
+                recovery(record, &on_resource)
+            })
+            .collect())
+    }
+
+    /// The comment carries the run ID, so that `recover` finds the shift even if azevac dies
+    /// before the shift's ID is journalled.
+    async fn evacuate(&self, line: &Item, held: &Held) -> Result<Acted> {
+        let record = held.record();
+        let comment = comment(record.run_id.as_deref().unwrap_or_default(), record.reason.as_deref());
+        let id = self
+            .shifts
+            .start(arn_of(&line.resource), &line.az_id, &self.expires_in, &comment)
+            .await?;
+        Ok(Acted {
+            actions: Some(vec![started_action(&id)]),
+            problem: None,
+            shown: Some(vec![format!("started zonal shift {id} away from {}", line.az_id)]),
+        })
+    }
+
+    async fn recover(&self, line: &Item, _held: &Held) -> Result<Acted> {
+        if let Some(id) = to_cancel(line) {
+            self.shifts.cancel(id).await?;
+        }
+        Ok(Acted::default())
+    }
+
+    /// Every shift this run started must be listed as active now.
+    async fn verify(&self, lines: &mut [&mut Item]) {
+        let started: Vec<usize> = (0..lines.len())
+            .filter(|&n| lines[n].status == Status::Done && lines[n].record.as_ref().and_then(started_id).is_some())
+            .collect();
+        if started.is_empty() {
+            return;
+        }
+        let active = match self.shifts.active(None).await {
+            Ok(active) => active,
+            Err(e) => {
+                for &n in &started {
+                    lines[n].fail(format!(
+                        "could not read back the zonal shifts ({}); the journal holds the shift",
+                        describe(&e)
+                    ));
+                }
+                return;
+            }
+        };
+        for n in started {
+            let line = &mut lines[n];
+            let id = line.record.as_ref().and_then(started_id).map(str::to_owned);
+            if !active.iter().any(|(_, a)| a.id.is_some() && a.id == id) {
+                line.fail(format!(
+                    "read back: zonal shift {} is not listed as active; the journal still holds it",
+                    id.unwrap_or_default()
+                ));
+            }
+        }
+    }
+}
+
+/// Every active shift (optionally away from one zone), with whether azevac's journal holds it.
+pub async fn listing(
+    sdk: &aws_config::SdkConfig,
+    journal: &crate::journal::Journal,
+    az_id: Option<&str>,
+) -> Result<Vec<(String, Active, bool)>> {
+    let ours: Vec<String> = match journal.of_type(TYPE, az_id).await {
+        Ok(entries) => entries
+            .into_iter()
+            .flatten()
+            .filter_map(|r| started_id(&r).map(str::to_owned))
+            .collect(),
+        Err(Error::TableMissing { .. }) => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    Ok(Shifts::new(sdk)
+        .active(None)
+        .await?
+        .into_iter()
+        .filter(|(_, a)| az_id.is_none_or(|z| a.away_from == z))
+        .map(|(resource, a)| {
+            let mine = a.id.as_ref().is_some_and(|id| ours.contains(id));
+            (resource, a, mine)
+        })
+        .collect())
 }
 
 /// The ARC zonal shift API.
@@ -616,7 +769,7 @@ mod tests {
                 .expect("started");
             assert_eq!(id, "s-42");
             let err = shifts.start(GROUP, "use1-az2", "3h", "c").await.expect_err("conflict");
-            let text = crate::commands::describe(&err);
+            let text = crate::error::describe(&err);
             assert!(
                 text.contains("StartZonalShift") && text.contains("already exists"),
                 "{text}"

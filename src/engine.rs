@@ -1,0 +1,641 @@
+//! The one flow every kind of zonal action goes through, for evacuate and recover alike:
+//!
+//! plan (every plugin, before anything changes) → per stage, per batch: acquire (locks + intent,
+//! one transaction) → read again and compute each change from the live state → act (bounded
+//! concurrency; a resource's lines in order) → release (done mark or delete + unlock, one
+//! transaction) → verify (read back) → settle (`--wait`).
+//!
+//! A plugin can only change a resource through a [`Held`], which only [`Journal::acquire`] makes:
+//! the write-ahead is enforced by the types, not by the order of calls in a command.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_config::SdkConfig;
+use futures::StreamExt;
+
+use crate::error::describe;
+use crate::journal::{Ahead, Audit, Held, Journal, Lease, Outcome, Released, BATCH};
+use crate::model::{Command, Item, Plan, Record, Request, Status};
+use crate::plugins::{self, Plugin, Scope, Setup, Stage};
+use crate::stats::Phases;
+use crate::topology::{self, Zones};
+use crate::{Error, Result};
+
+/// How a run carries its plan out.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How many resources change at once.
+    pub concurrency: usize,
+    /// Progress bars on a terminal.
+    pub progress: bool,
+    /// How long a lock is held between renewals.
+    pub lease: Duration,
+    /// `--wait`: how long to wait for changed resources to settle (`None`: do not wait).
+    pub wait: Option<Duration>,
+}
+
+/// A plan ready to be carried out, with the plugins it was made with.
+pub struct Prepared {
+    /// The plan.
+    pub plan: Plan,
+    /// Wall-clock phases so far, for `--stats`.
+    pub phases: Phases,
+    plugins: Vec<Box<dyn Plugin>>,
+}
+
+/// Discover and plan: the whole plan, before anything is changed. `az_id` is required to evacuate;
+/// recover takes one zone or every zone.
+pub async fn prepare(
+    sdk: &SdkConfig,
+    journal: &Journal,
+    command: Command,
+    az_id: Option<&str>,
+    request: &Request,
+    kubeconfig: Option<PathBuf>,
+) -> Result<Prepared> {
+    validate(request)?;
+    let mut phases = Phases::start();
+    let region = crate::aws::region_of(sdk);
+    let ec2 = crate::client!(aws_sdk_ec2, sdk);
+    let zones = match az_id {
+        Some(_) => Zones::load(&ec2, &region).await?,
+        None => Zones::new(region.clone(), Vec::new()),
+    };
+    let zone = az_id.map(|az| zones.resolve(az)).transpose()?;
+    if command == Command::Evacuate && zone.is_none() {
+        return Err(Error::BadInput("evacuate needs --az-id AZ_ID".into()));
+    }
+    let setup = Setup {
+        sdk: sdk.clone(),
+        request: request.clone(),
+        kubeconfig,
+    };
+    let plugins = plugins::select(&setup).await?;
+    let mut plan = Plan {
+        command,
+        region: region.clone(),
+        az_id: zone.as_ref().map(|z| z.id.clone()),
+        az_name: zone.as_ref().map(|z| z.name.clone()),
+        request: request.clone(),
+        items: Vec::new(),
+        problems: Vec::new(),
+        stats: None,
+    };
+    let none = BTreeSet::new();
+    let no_records = BTreeMap::new();
+    match command {
+        Command::Evacuate => {
+            let zone_id = zone.as_ref().map(|z| z.id.as_str()).unwrap_or_default();
+            let (zone_subnets, (records, problems)) =
+                futures::try_join!(topology::subnets_in_zone(&ec2, zone_id), zone_records(journal, zone_id))?;
+            plan.problems = problems;
+            let scope = Scope {
+                command,
+                zone: zone.as_ref(),
+                zones: &zones,
+                zone_subnets: &zone_subnets,
+                records: &records,
+                request,
+            };
+            let planned = futures::future::try_join_all(plugins.iter().map(|p| p.plan_evacuation(&scope))).await?;
+            plan.items = planned.into_iter().flatten().collect();
+            for plugin in &plugins {
+                plugin.review(&mut plan, &scope).await?;
+            }
+        }
+        Command::Recover => {
+            journal.require().await?;
+            let types: Vec<&str> = plugins.iter().map(|p| p.resource_type()).collect();
+            let (mut by_type, problems) = journal.records(&types, zone.as_ref().map(|z| z.id.as_str())).await?;
+            plan.problems = problems;
+            let scope = Scope {
+                command,
+                zone: zone.as_ref(),
+                zones: &zones,
+                zone_subnets: &none,
+                records: &no_records,
+                request,
+            };
+            for plugin in &plugins {
+                let records = by_type.remove(plugin.resource_type()).unwrap_or_default();
+                plan.items.extend(plugin.plan_recovery(records, &scope).await?);
+            }
+            for plugin in &plugins {
+                plugin.review(&mut plan, &scope).await?;
+            }
+        }
+    }
+    phases.end("discover and plan");
+    Ok(Prepared { plan, phases, plugins })
+}
+
+/// The longest wait a request may ask for: a week (and no overflow of the clock arithmetic).
+const LONGEST_WAIT_SECONDS: u64 = 7 * 24 * 3600;
+
+/// Check a request in one place, whether it came from flags or from a saved plan file (which
+/// bypasses every check the flags make): one line that says what is allowed.
+pub fn validate(request: &Request) -> Result<()> {
+    let known = plugins::types();
+    if let Some(unknown) = request.types.iter().find(|t| !known.contains(&t.as_str())) {
+        return Err(Error::BadInput(format!(
+            "unknown type {unknown:?}; types: {}",
+            known.join(", ")
+        )));
+    }
+    if request.pace == Some(0) {
+        return Err(Error::BadInput("pace must be at least 1 instance at a time".into()));
+    }
+    for (name, seconds) in [
+        ("drain_timeout_seconds", request.drain_timeout_seconds),
+        ("pace_timeout_seconds", request.pace_timeout_seconds),
+    ] {
+        if seconds.is_some_and(|s| s > LONGEST_WAIT_SECONDS) {
+            return Err(Error::BadInput(format!(
+                "{name} is {}; at most {LONGEST_WAIT_SECONDS} (7 days)",
+                seconds.unwrap_or_default()
+            )));
+        }
+    }
+    if let Some(expires_in) = &request.expires_in {
+        plugins::zonal_shift::parse_expires_in(expires_in).map_err(Error::BadInput)?;
+    }
+    if let Some(bad) = request.tags.iter().find(|t| !t.contains('=') || t.starts_with('=')) {
+        return Err(Error::BadInput(format!("tag filter {bad:?} is not KEY=VALUE")));
+    }
+    Ok(())
+}
+
+/// This zone's records by journal key, and the items that could not be read. A missing table
+/// means nothing was journalled yet (a real run creates it before the first write).
+async fn zone_records(journal: &Journal, az_id: &str) -> Result<(BTreeMap<String, Record>, Vec<String>)> {
+    let entries = match journal.in_zone(az_id).await {
+        Ok(entries) => entries,
+        Err(Error::TableMissing { .. }) => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    let mut records = BTreeMap::new();
+    let mut problems = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(record) => {
+                records.insert(record.resource.clone(), record);
+            }
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    Ok((records, problems))
+}
+
+impl Prepared {
+    /// Carry the plan out, exactly: stage by stage (traffic, capacity, traffic again), each line
+    /// through the journal protocol; then read back and settle. Returns the plan with every line's
+    /// outcome.
+    pub async fn carry_out(mut self, journal: &Journal, audit: &Audit, settings: &Settings) -> (Plan, Phases) {
+        let lease = Lease::new(audit, settings.lease);
+        let heartbeat = journal.heartbeat(lease.clone());
+        let command = self.plan.command;
+        let run = Run {
+            journal,
+            audit,
+            lease: &lease,
+            plugins: &self.plugins,
+            settings,
+        };
+        for stage in [Stage::First, Stage::Capacity, Stage::Last] {
+            let in_stage = |plan: &Plan| -> Vec<usize> {
+                (0..plan.items.len())
+                    .filter(|&i| run.stage_of(command, &plan.items[i]) == Some(stage))
+                    .collect()
+            };
+            let lines = in_stage(&self.plan);
+            if lines.is_empty() {
+                continue;
+            }
+            if stage == Stage::Last && settings.wait.is_some() && self.plan.count(Status::Failed) > 0 {
+                // Capacity did not come back everywhere: keep the traffic away until it has.
+                for &i in &lines {
+                    let item = &mut self.plan.items[i];
+                    if item.status == Status::Planned {
+                        item.fail(
+                            "not changed: capacity did not come back into the zone (see the failed lines); \
+                             journal record kept, run recover again once it has"
+                                .into(),
+                        );
+                    }
+                }
+                continue;
+            }
+            run.stage(&mut self.plan, &lines).await;
+            if stage == Stage::First {
+                crate::plan::hold_back(&mut self.plan);
+            }
+            run.verify(&mut self.plan, &lines).await;
+            if stage == Stage::Capacity {
+                self.phases.end("apply (with journal writes)");
+                if let Some(timeout) = settings.wait {
+                    run.settle(&mut self.plan, &lines, timeout).await;
+                    self.phases.end("wait");
+                }
+            }
+        }
+        drop(heartbeat);
+        self.phases.end("verify");
+        (self.plan, self.phases)
+    }
+}
+
+/// What one run's stages share.
+struct Run<'a> {
+    journal: &'a Journal,
+    audit: &'a Audit,
+    lease: &'a Arc<Lease>,
+    plugins: &'a [Box<dyn Plugin>],
+    settings: &'a Settings,
+}
+
+/// A line being carried out: its index in the plan and, once acquired, its lock and intent.
+struct Line {
+    index: usize,
+    held: Option<Held>,
+    outcome: Outcome,
+}
+
+impl Run<'_> {
+    fn plugin(&self, resource_type: &str) -> Option<&dyn Plugin> {
+        self.plugins
+            .iter()
+            .find(|p| p.resource_type() == resource_type)
+            .map(|p| p.as_ref())
+    }
+
+    /// The stage of a line, if its plugin is in this run.
+    fn stage_of(&self, command: Command, item: &Item) -> Option<Stage> {
+        Some(self.plugin(&item.resource_type)?.stage(command, item))
+    }
+
+    /// Carry out the planned lines among `lines`, [`BATCH`] at a time; a resource's lines stay in
+    /// one batch, in plan order.
+    async fn stage(&self, plan: &mut Plan, lines: &[usize]) {
+        let command = plan.command;
+        let picked: Vec<usize> = lines
+            .iter()
+            .copied()
+            .filter(|&i| plan.items[i].status == Status::Planned)
+            .collect();
+        let bar = progress_bar(self.settings.progress, picked.len());
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut by_key: BTreeMap<String, usize> = BTreeMap::new();
+        for &i in &picked {
+            let key = plan.items[i].resource.clone();
+            let g = *by_key.entry(key).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[g].push(i);
+        }
+        let mut batches: Vec<Vec<Vec<usize>>> = vec![Vec::new()];
+        let mut size = 0;
+        for group in groups {
+            if size + group.len() > BATCH && size > 0 {
+                batches.push(Vec::new());
+                size = 0;
+            }
+            size += group.len();
+            if let Some(batch) = batches.last_mut() {
+                batch.push(group);
+            }
+        }
+        for batch in batches.into_iter().filter(|b| !b.is_empty()) {
+            self.batch(plan, command, batch, &bar).await;
+        }
+        bar.finish_and_clear();
+    }
+
+    /// One batch: acquire, read again, act, release.
+    async fn batch(&self, plan: &mut Plan, command: Command, groups: Vec<Vec<usize>>, bar: &indicatif::ProgressBar) {
+        let indices: Vec<usize> = groups.iter().flatten().copied().collect();
+        let mut lines = self.acquire(plan, command, &indices).await;
+        self.refresh(plan, command, &mut lines).await;
+        // Act: groups (resources) at once up to the concurrency, a resource's lines in order.
+        let mut by_index: BTreeMap<usize, Line> = lines.into_iter().map(|l| (l.index, l)).collect();
+        let work: Vec<Vec<(Item, Line)>> = groups
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .filter_map(|i| by_index.remove(i).map(|l| (plan.items[*i].clone(), l)))
+                    .collect()
+            })
+            .collect();
+        let acted: Vec<(Item, Line)> = futures::stream::iter(work)
+            .map(|group| async move {
+                let mut out = Vec::with_capacity(group.len());
+                for (mut item, mut line) in group {
+                    self.act(command, &mut item, &mut line).await;
+                    bar.set_message(format!("{} {}", item.resource_type, item.name));
+                    bar.inc(1);
+                    out.push((item, line));
+                }
+                out
+            })
+            .buffer_unordered(self.settings.concurrency)
+            .flat_map(futures::stream::iter)
+            .collect()
+            .await;
+        let mut releasing = Vec::new();
+        let mut order = Vec::new();
+        for (item, line) in acted {
+            let index = line.index;
+            plan.items[index] = item;
+            if let Some(held) = line.held {
+                releasing.push((held, line.outcome));
+                order.push(index);
+            }
+        }
+        let released = self.journal.release(releasing, self.lease).await;
+        for (index, result) in order.into_iter().zip(released) {
+            after_release(command, &mut plan.items[index], result);
+        }
+    }
+
+    /// Take every line's lock and journal its intent. A line whose resource another live run holds
+    /// is skipped, naming that run; one whose record changed since the plan fails; neither changes.
+    async fn acquire(&self, plan: &mut Plan, command: Command, indices: &[usize]) -> Vec<Line> {
+        let mut missing = Vec::new();
+        let outcomes: Vec<(usize, Result<Held>)> = {
+            let mut aheads: Vec<Ahead<'_>> = Vec::new();
+            let mut of: Vec<usize> = Vec::new();
+            for &i in indices {
+                let item = &plan.items[i];
+                let ahead = match command {
+                    Command::Evacuate => item.target.as_ref().map(|resource| Ahead::Evacuate {
+                        az_id: &item.az_id,
+                        resource,
+                        removed: item.removed_subnets.as_deref().unwrap_or_default(),
+                        actions: item.actions.as_deref().unwrap_or_default(),
+                        existing: item.record.as_ref(),
+                    }),
+                    Command::Recover => item.record.as_ref().map(|record| Ahead::Recover { record }),
+                };
+                match ahead {
+                    Some(ahead) => {
+                        aheads.push(ahead);
+                        of.push(i);
+                    }
+                    None => missing.push(i),
+                }
+            }
+            let results = self.journal.acquire(&aheads, self.lease, self.audit).await;
+            of.into_iter().zip(results).collect()
+        };
+        for i in missing {
+            let item = &mut plan.items[i];
+            item.fail(format!("internal: no planned state or record for {}", item.resource));
+        }
+        let mut lines = Vec::new();
+        for (index, outcome) in outcomes {
+            let item = &mut plan.items[index];
+            match outcome {
+                Ok(held) => lines.push(Line {
+                    index,
+                    held: Some(held),
+                    outcome: Outcome::Untouched,
+                }),
+                Err(Error::Locked {
+                    resource,
+                    run_id,
+                    caller,
+                    until,
+                }) => {
+                    let why = Error::Locked {
+                        resource,
+                        run_id: run_id.clone(),
+                        caller,
+                        until,
+                    };
+                    item.status = Status::Skipped;
+                    item.reason = Some(why.to_string());
+                    item.blocked_by = Some(run_id);
+                }
+                Err(e) => item.fail(format!("{}; nothing changed", describe(&e))),
+            }
+        }
+        lines
+    }
+
+    /// Under the locks: each plugin reads its resources again and computes the changes from the
+    /// live state; evacuation widens its intent first if the live state has more in the zone.
+    async fn refresh(&self, plan: &mut Plan, command: Command, lines: &mut [Line]) {
+        let types: BTreeSet<String> = lines
+            .iter()
+            .filter(|l| l.held.is_some())
+            .map(|l| plan.items[l.index].resource_type.clone())
+            .collect();
+        for resource_type in types {
+            let Some(plugin) = self.plugin(&resource_type) else {
+                continue;
+            };
+            let mine: Vec<&Line> = lines
+                .iter()
+                .filter(|l| l.held.is_some() && plan.items[l.index].resource_type == resource_type)
+                .collect();
+            let indices: Vec<usize> = mine.iter().map(|l| l.index).collect();
+            let held: Vec<&Held> = mine.iter().filter_map(|l| l.held.as_ref()).collect();
+            let mut items: Vec<&mut Item> = plan
+                .items
+                .iter_mut()
+                .enumerate()
+                .filter(|(i, _)| indices.contains(i))
+                .map(|(_, item)| item)
+                .collect();
+            if let Err(e) = plugin.refresh(command, &mut items, &held).await {
+                for item in items {
+                    item.fail(format!(
+                        "could not read it again under the lock ({}); nothing changed",
+                        describe(&e)
+                    ));
+                }
+            }
+        }
+        if command != Command::Evacuate {
+            return;
+        }
+        for line in lines.iter_mut() {
+            let item = &plan.items[line.index];
+            let Some(held) = line.held.as_mut() else {
+                continue;
+            };
+            if item.status != Status::Planned {
+                continue;
+            }
+            let removed = item.removed_subnets.clone().unwrap_or_default();
+            let extra: Vec<String> = removed
+                .iter()
+                .filter(|s| !held.record().removed_subnets.contains(s))
+                .cloned()
+                .collect();
+            if extra.is_empty() {
+                continue;
+            }
+            if let Err(e) = self.journal.widen(held, &extra, &[]).await {
+                plan.items[line.index].fail(format!("{}; nothing changed", describe(&e)));
+            }
+        }
+    }
+
+    /// Carry one held line out and decide how it is released.
+    async fn act(&self, command: Command, item: &mut Item, line: &mut Line) {
+        let Some(held) = line.held.as_ref() else {
+            return;
+        };
+        if item.status != Status::Planned {
+            line.outcome = Outcome::Untouched;
+            return;
+        }
+        if !item.changes_resource() {
+            // Recover: nothing to put back, the record goes. Evacuate: nothing to take after all.
+            line.outcome = match command {
+                Command::Recover => Outcome::Recovered,
+                Command::Evacuate => Outcome::Untouched,
+            };
+            match command {
+                Command::Recover => item.done(),
+                Command::Evacuate => {
+                    item.status = Status::Skipped;
+                    item.reason.get_or_insert_with(|| "nothing to change any more".into());
+                }
+            }
+            return;
+        }
+        if !self.lease.is_live(held.key()) {
+            item.fail("the lock's lease ran out before the change (renewals failed); nothing changed".into());
+            line.outcome = Outcome::Untouched;
+            return;
+        }
+        let Some(plugin) = self.plugin(&item.resource_type) else {
+            item.fail(format!("internal: no plugin for {}", item.resource_type));
+            line.outcome = Outcome::Untouched;
+            return;
+        };
+        let acted = match command {
+            Command::Evacuate => plugin.evacuate(item, held).await,
+            Command::Recover => plugin.recover(item, held).await,
+        };
+        match acted {
+            Ok(acted) => {
+                item.done();
+                if let Some(shown) = acted.shown {
+                    item.actions = Some(shown);
+                }
+                line.outcome = match command {
+                    Command::Evacuate => Outcome::Evacuated { actions: acted.actions },
+                    Command::Recover => Outcome::Recovered,
+                };
+                if let Some(problem) = acted.problem {
+                    item.fail(problem);
+                }
+            }
+            Err(e) => {
+                line.outcome = Outcome::Failed;
+                let kept = match command {
+                    Command::Evacuate => {
+                        let taken = held.record().removed_subnets.join(", ");
+                        let taken = if taken.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" with {taken}")
+                        };
+                        format!("journal record kept in state intent{taken} (recover reconciles it)")
+                    }
+                    Command::Recover => "journal record kept".to_owned(),
+                };
+                item.fail(format!("{}; {kept}", describe(&e)));
+                tracing::warn!(resource = %item.resource, "change failed");
+            }
+        }
+    }
+
+    /// Trust, but verify: each plugin reads its done lines of this stage back.
+    async fn verify(&self, plan: &mut Plan, lines: &[usize]) {
+        for plugin in self.plugins {
+            let mut items: Vec<&mut Item> = plan
+                .items
+                .iter_mut()
+                .enumerate()
+                .filter(|(i, item)| lines.contains(i) && item.resource_type == plugin.resource_type())
+                .map(|(_, item)| item)
+                .collect();
+            if items.iter().any(|i| i.status == Status::Done) {
+                plugin.verify(&mut items).await;
+            }
+        }
+    }
+
+    /// `--wait`: let every plugin wait for its changed resources, and fail the lines of those that
+    /// did not settle in time.
+    async fn settle(&self, plan: &mut Plan, lines: &[usize], timeout: Duration) {
+        for plugin in self.plugins {
+            let changed: Vec<&Item> = lines
+                .iter()
+                .map(|&i| &plan.items[i])
+                .filter(|i| i.status == Status::Done && i.resource_type == plugin.resource_type())
+                .collect();
+            if changed.is_empty() {
+                continue;
+            }
+            let unsettled = match plugin.settle(&changed, timeout).await {
+                Ok(unsettled) => unsettled,
+                Err(e) => changed.iter().map(|i| (i.resource.clone(), describe(&e))).collect(),
+            };
+            for (id, why) in unsettled {
+                for item in plan
+                    .items
+                    .iter_mut()
+                    .filter(|i| i.resource == id && i.status == Status::Done)
+                {
+                    item.fail(format!("changed and journalled, but {why}"));
+                }
+            }
+        }
+    }
+}
+
+/// Bring the line up to date with how its journal writes ended.
+fn after_release(command: Command, item: &mut Item, result: Result<Released>) {
+    match result {
+        Ok(released) => {
+            item.record = released.record;
+            if released.repaired {
+                item.notes.push(
+                    "another run changed the journal record meanwhile; it was written back with what this run took"
+                        .into(),
+                );
+            }
+        }
+        Err(e) if item.status == Status::Done => {
+            let what = match command {
+                Command::Evacuate => "changed, but the journal record stays in state intent (recover reconciles it)",
+                Command::Recover => "put back, but the journal record was kept",
+            };
+            item.fail(format!("{}; {what}", describe(&e)));
+        }
+        Err(e) => tracing::warn!(resource = %item.resource, error = %describe(&e), "journal not brought up to date"),
+    }
+}
+
+/// A progress bar on a terminal (unless `--no-progress`); hidden otherwise, where the result table
+/// and the stderr lines say all there is.
+fn progress_bar(enabled: bool, len: usize) -> indicatif::ProgressBar {
+    if !enabled || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len as u64);
+    let style =
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar
+}

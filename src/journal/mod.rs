@@ -1,0 +1,200 @@
+//! The DynamoDB journal: the operator's record of every change azevac made, written *before* the
+//! change (write-ahead) so that a crash at any point leaves enough to put it back, and guarded by a
+//! per-resource lock with a lease so that two operators never act on one resource at once.
+//!
+//! Schema (kept stable so other tools and older versions can read it): partition key `az_id` (S),
+//! sort key `resource` (S, the ARN), `resource_type` (S), `removed_subnets` (L of S), GSI
+//! `resource_type-index` (hash `resource_type`, range `az_id`). Every record write is conditional
+//! on the `version` attribute. Locks live in the partition `#lock` (sort key: the record's
+//! `resource`), with no `resource_type`, so the index stays sparse and never lists them.
+//!
+//! The jobs are split by file: [`table`] (administration), [`record`] (encoding), [`writes`]
+//! (write builders), [`commit`] (single calls and transactions), [`protocol`] (acquire, release,
+//! repair, leases).
+
+use std::collections::{BTreeMap, HashMap};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+pub use crate::model::{Audit, Record, State};
+use crate::{Error, Result};
+
+mod commit;
+pub mod protocol;
+mod record;
+mod table;
+mod writes;
+
+pub use protocol::{Ahead, Heartbeat, Held, Lease, Outcome, Released, DEFAULT_LEASE};
+pub use record::Lock;
+use record::{parse, parse_lock, s};
+
+/// The table name used when `--table` is not given.
+pub const DEFAULT_TABLE: &str = "azevac-journal";
+/// The global secondary index that `recover` and `status` query per resource type.
+pub const TYPE_INDEX: &str = "resource_type-index";
+
+/// The partition key: the AZ ID.
+pub const PK: &str = "az_id";
+/// The sort key: the resource ARN (or `<cluster>/<node>`).
+pub const SK: &str = "resource";
+/// The resource type, hash key of [`TYPE_INDEX`].
+pub const TYPE_ATTR: &str = "resource_type";
+/// The partition that holds the per-resource locks (no AZ ID looks like it).
+pub const LOCK_PARTITION: &str = "#lock";
+/// Lines journalled per batch: a lock and a record each, within DynamoDB's 100 items a transaction.
+pub const BATCH: usize = commit::TRANSACTION_ITEMS / 2;
+
+/// A journal item as read: a usable record, or the reason it cannot be used.
+pub type Entry = Result<Record, Error>;
+
+/// The journal table.
+#[derive(Debug, Clone)]
+pub struct Journal {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+    region: String,
+}
+
+impl Journal {
+    /// A handle on the table `table` (nothing is called until a method is).
+    pub fn new(config: &aws_config::SdkConfig, table: &str) -> Self {
+        Journal {
+            client: crate::client!(aws_sdk_dynamodb, config),
+            table: table.to_owned(),
+            region: crate::aws::region_of(config),
+        }
+    }
+
+    /// The table's name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Every record for one AZ (strongly consistent: planning decides on it).
+    pub async fn in_zone(&self, az_id: &str) -> Result<Vec<Entry>> {
+        let items: Vec<HashMap<String, AttributeValue>> = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("#pk = :az")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_values(":az", s(az_id))
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| self.map_err("dynamodb:Query", e))?;
+        Ok(items.iter().map(parse).collect())
+    }
+
+    /// Every record of one resource type, in one AZ or in all, through the type index.
+    pub async fn of_type(&self, resource_type: &str, az_id: Option<&str>) -> Result<Vec<Entry>> {
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(TYPE_INDEX)
+            .expression_attribute_names("#t", TYPE_ATTR)
+            .expression_attribute_values(":t", s(resource_type));
+        query = match az_id {
+            Some(az) => query
+                .key_condition_expression("#t = :t AND #pk = :az")
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_values(":az", s(az)),
+            None => query.key_condition_expression("#t = :t"),
+        };
+        let items: Vec<HashMap<String, AttributeValue>> = query
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| self.map_err("dynamodb:Query", e))?;
+        Ok(items.iter().map(parse).collect())
+    }
+
+    /// Write-ahead: record that `removed` are being taken from `resource` in `az_id`, before the
+    /// change is made. With an existing record the removed subnets are merged into it (a re-run never
+
+    /// The records a command starts from, by type: for one AZ from the base table with a strongly
+    /// consistent query (a record written a moment ago must be seen), for every AZ through the type
+    /// index (eventually consistent: recovering every zone is not a race-time operation). Items that
+    /// cannot be used are returned as problems.
+    pub async fn records(
+        &self,
+        types: &[&str],
+        az_id: Option<&str>,
+    ) -> Result<(BTreeMap<String, Vec<Record>>, Vec<String>)> {
+        let mut entries = Vec::new();
+        match az_id {
+            Some(az) => entries.extend(self.in_zone(az).await?),
+            None => {
+                for resource_type in types {
+                    entries.extend(self.of_type(resource_type, None).await?);
+                }
+            }
+        }
+        let mut by_type: BTreeMap<String, Vec<Record>> = BTreeMap::new();
+        let mut problems = Vec::new();
+        for entry in entries {
+            match entry {
+                Ok(record) if types.contains(&record.resource_type.as_str()) => {
+                    by_type.entry(record.resource_type.clone()).or_default().push(record)
+                }
+                Ok(_) => {}
+                Err(e) => problems.push(e.to_string()),
+            }
+        }
+        Ok((by_type, problems))
+    }
+
+    /// One record, read strongly consistently (`None`: there is none).
+    pub async fn record_of(&self, az_id: &str, resource: &str) -> Result<Option<Entry>> {
+        Ok(self.record_of_raw(az_id, resource).await?.as_ref().map(parse))
+    }
+
+    /// The lock of one resource, if any (strongly consistent).
+    pub async fn lock_of(&self, resource: &str) -> Result<Option<Lock>> {
+        Ok(self
+            .record_of_raw(LOCK_PARTITION, resource)
+            .await?
+            .as_ref()
+            .and_then(parse_lock))
+    }
+
+    async fn record_of_raw(&self, az_id: &str, resource: &str) -> Result<Option<HashMap<String, AttributeValue>>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key(PK, s(az_id))
+            .key(SK, s(resource))
+            .send()
+            .await
+            .map_err(|e| self.map_err("dynamodb:GetItem", e))?;
+        Ok(out.item().cloned())
+    }
+
+    /// Every lock in the table (live or expired), for `status`.
+    pub async fn locks(&self) -> Result<Vec<Lock>> {
+        let items: Vec<HashMap<String, AttributeValue>> = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("#pk = :lock")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_values(":lock", s(LOCK_PARTITION))
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| self.map_err("dynamodb:Query", e))?;
+        Ok(items.iter().filter_map(parse_lock).collect())
+    }
+}

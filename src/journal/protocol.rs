@@ -1,0 +1,510 @@
+//! The journal protocol, the way every change goes through it (the finalizer pattern of
+//! kube-runtime, with a lock):
+//!
+//! 1. **acquire**: in one transaction per batch, take each resource's lock (absent, expired, or
+//!    ours) and write its intent — evacuation: the record in state `intent` with what is about to
+//!    be taken; recovery: a check that the record is still the one planned from. A [`Held`] is
+//!    the only proof of that, and the only way a plugin gets to change a resource.
+//! 2. the engine reads the resource again and computes the change from the live state;
+//! 3. act (a plugin);
+//! 4. **release**: in one transaction per batch, the done mark (or the delete, or the roll-back of
+//!    an intent that changed nothing) together with the lock's release. A done mark that lost a
+//!    race is repaired: the record is read and written back with what was taken.
+//!
+//! While a run holds locks, a heartbeat renews their leases; a run that dies stops renewing, and
+//! once its lease has run out the next run takes the lock over and reconciles from the live state.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::commit::GroupError;
+use super::record::{epoch_seconds, now, Lock};
+use super::writes::{
+    begin_write, check_write, finish_write, lock_write, recreate_write, remove_write, renew_write, restore_write,
+    union, unlock_write, widen_write, Begin, Write,
+};
+use super::{Audit, Journal, Record};
+use crate::model::Resource;
+use crate::{Error, Result};
+
+/// How long a lock is held without renewal unless `AZEVAC_LEASE` says otherwise.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(120);
+
+/// This run's leases: which locks it holds, and until when each is safe to act under.
+#[derive(Debug)]
+pub struct Lease {
+    run_id: String,
+    caller: String,
+    duration: Duration,
+    /// Lock key → the instant the lease runs out by this machine's monotonic clock.
+    held: Mutex<BTreeMap<String, Instant>>,
+}
+
+impl Lease {
+    /// The leases of the run `audit` describes, each lasting `duration` between renewals.
+    pub fn new(audit: &Audit, duration: Duration) -> Arc<Lease> {
+        Arc::new(Lease {
+            run_id: audit.run_id.clone(),
+            caller: audit.caller.clone(),
+            duration,
+            held: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// Whether this run still holds `key` with time to spare: a quarter of the lease is kept as a
+    /// margin for clock skew between operators' machines and for the call about to be made.
+    pub fn is_live(&self, key: &str) -> bool {
+        let margin = self.duration / 4;
+        self.lock()
+            .get(key)
+            .is_some_and(|until| Instant::now() + margin < *until)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Instant>> {
+        // A poisoned map only means a panic elsewhere; the leases in it are still what they were.
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn hold(&self, key: &str, until: Instant) {
+        self.lock().insert(key.to_owned(), until);
+    }
+
+    fn drop_key(&self, key: &str) {
+        self.lock().remove(key);
+    }
+
+    fn keys(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+
+    fn expiry_epoch(&self) -> u64 {
+        epoch_seconds() + self.duration.as_secs()
+    }
+}
+
+/// Renews a run's leases until dropped.
+#[derive(Debug)]
+pub struct Heartbeat {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Journal {
+    /// Renew every lock `lease` holds every quarter of the lease (one batched write a renewal),
+    /// until the returned value is dropped. A lock another run has taken over is dropped from the
+    /// lease, so that nothing more is done under it.
+    pub fn heartbeat(&self, lease: Arc<Lease>) -> Heartbeat {
+        let journal = self.clone();
+        let task = tokio::spawn(async move {
+            let every = (lease.duration / 4).max(Duration::from_millis(100));
+            loop {
+                tokio::time::sleep(every).await;
+                let keys = lease.keys();
+                if keys.is_empty() {
+                    continue;
+                }
+                let started = Instant::now();
+                let until = lease.expiry_epoch();
+                let groups = keys
+                    .iter()
+                    .map(|k| vec![renew_write(k, &lease.run_id, until)])
+                    .collect();
+                for (key, outcome) in keys.iter().zip(journal.commit(groups).await) {
+                    match outcome {
+                        Ok(()) => lease.hold(key, started + lease.duration),
+                        Err(GroupError {
+                            conditional: Some(_), ..
+                        }) => {
+                            tracing::warn!(resource = %key, "lost the lock to another run; nothing more is done under it");
+                            lease.drop_key(key);
+                        }
+                        // Not renewed this time: the lease runs out on its own unless the next renewal works.
+                        Err(e) => {
+                            tracing::warn!(resource = %key, error = %crate::error::describe(&e.error), "lease not renewed")
+                        }
+                    }
+                }
+            }
+        });
+        Heartbeat { task }
+    }
+}
+
+/// What a run is about to do to one resource, for [`Journal::acquire`].
+#[derive(Debug, Clone, Copy)]
+pub enum Ahead<'a> {
+    /// Take `removed` subnets and do `actions` to `resource` in `az_id`, on top of `existing`.
+    Evacuate {
+        /// The AZ ID.
+        az_id: &'a str,
+        /// The resource as planned.
+        resource: &'a Resource,
+        /// The subnets about to be taken.
+        removed: &'a [String],
+        /// What else is about to be done to it.
+        actions: &'a [String],
+        /// Its record in this zone from an earlier run, if any.
+        existing: Option<&'a Record>,
+    },
+    /// Put back what `record` holds.
+    Recover {
+        /// The record, as planned from.
+        record: &'a Record,
+    },
+}
+
+impl Ahead<'_> {
+    fn key(&self) -> &str {
+        match self {
+            Ahead::Evacuate { resource, .. } => &resource.id,
+            Ahead::Recover { record } => &record.resource,
+        }
+    }
+}
+
+/// Proof that a resource's lock is held by this run and its intent is journalled: made only by
+/// [`Journal::acquire`], and required to change anything.
+#[derive(Debug)]
+pub struct Held {
+    key: String,
+    record: Record,
+    prior: Option<Record>,
+    recovering: bool,
+}
+
+impl Held {
+    /// The record as this run left it (evacuation: the intent; recovery: the record being undone).
+    pub fn record(&self) -> &Record {
+        &self.record
+    }
+
+    /// The locked key: the resource's journal key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+}
+
+/// How a held line ended, for [`Journal::release`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The resource was evacuated. `actions`: what was actually done (`None`: as written ahead).
+    Evacuated {
+        /// The actions done, kept together with those of earlier runs.
+        actions: Option<Vec<String>>,
+    },
+    /// The resource was recovered: delete the record.
+    Recovered,
+    /// Nothing was changed after all: roll the intent back.
+    Untouched,
+    /// The change failed or may have half happened: the record stays as written, for recover.
+    Failed,
+}
+
+/// A line released: the record it leaves (`None`: deleted), and whether a lost done mark had to
+/// be repaired.
+#[derive(Debug)]
+pub struct Released {
+    /// The record as stored now.
+    pub record: Option<Record>,
+    /// A concurrent run had removed or replaced the record; it was written back.
+    pub repaired: bool,
+}
+
+impl Journal {
+    /// Take each line's lock and journal its intent, one transaction per batch. Lines of the same
+    /// resource share one lock. Each line gets its [`Held`], or why not: the lock is held by a live
+    /// run ([`Error::Locked`]), or the record changed since it was planned from.
+    pub async fn acquire(&self, lines: &[Ahead<'_>], lease: &Lease, audit: &Audit) -> Vec<Result<Held>> {
+        let now_text = now();
+        let mut keys: Vec<String> = Vec::new();
+        let mut line_key: Vec<usize> = Vec::new();
+        for line in lines {
+            let key = line.key().to_owned();
+            let k = keys.iter().position(|k| *k == key).unwrap_or_else(|| {
+                keys.push(key);
+                keys.len() - 1
+            });
+            line_key.push(k);
+        }
+        let lock = |resource: &str| Lock {
+            resource: resource.to_owned(),
+            run_id: lease.run_id.clone(),
+            caller: lease.caller.clone(),
+            lease_expires_at: lease.expiry_epoch(),
+        };
+        let mut groups: Vec<Vec<Write>> = keys
+            .iter()
+            .map(|k| vec![lock_write(&lock(k), epoch_seconds())])
+            .collect();
+        let mut held: Vec<Held> = Vec::new();
+        for (line, &k) in lines.iter().zip(&line_key) {
+            let (write, record, prior, recovering) = match *line {
+                Ahead::Evacuate {
+                    az_id,
+                    resource,
+                    removed,
+                    actions,
+                    existing,
+                } => {
+                    let entry = Begin {
+                        az_id,
+                        resource,
+                        removed,
+                        actions,
+                        existing,
+                    };
+                    let (write, record) = begin_write(&entry, audit, &now_text);
+                    (write, record, existing.cloned(), false)
+                }
+                Ahead::Recover { record } => (check_write(record), record.clone(), Some(record.clone()), true),
+            };
+            groups[k].push(write);
+            held.push(Held {
+                key: keys[k].clone(),
+                record,
+                prior,
+                recovering,
+            });
+        }
+        let started = Instant::now();
+        let outcomes = self.commit(groups).await;
+        let mut verdicts: Vec<Result<(), Error>> = Vec::new();
+        for (key, outcome) in keys.iter().zip(outcomes) {
+            verdicts.push(match outcome {
+                Ok(()) => {
+                    lease.hold(key, started + lease.duration);
+                    Ok(())
+                }
+                Err(GroupError {
+                    conditional: Some(0), ..
+                }) => Err(self.why_locked(key).await),
+                Err(GroupError { error, .. }) => Err(error),
+            });
+        }
+        held.into_iter()
+            .zip(&line_key)
+            .map(|(h, &k)| match &verdicts[k] {
+                Ok(()) => Ok(h),
+                Err(e) => Err(copy(e)),
+            })
+            .collect()
+    }
+
+    /// Who holds the lock of `key`, as the error a blocked line reports.
+    async fn why_locked(&self, key: &str) -> Error {
+        match self.lock_of(key).await {
+            Ok(Some(lock)) => Error::Locked {
+                resource: key.to_owned(),
+                run_id: lock.run_id.clone(),
+                caller: lock.caller.clone(),
+                until: lock.until(),
+            },
+            // Released between our write and this read: a plain lost race.
+            Ok(None) => Error::JournalConflict {
+                az_id: super::LOCK_PARTITION.to_owned(),
+                resource: key.to_owned(),
+                source: "the lock was released while this run asked for it".into(),
+            },
+            Err(e) => e,
+        }
+    }
+
+    /// Evacuation found more to take than it journalled (the resource changed between the plan and
+    /// the lock): widen the record first, so the write-ahead still covers the change.
+    pub async fn widen(&self, held: &mut Held, removed: &[String], actions: &[String]) -> Result<()> {
+        let (write, widened) = widen_write(&held.record, removed, actions);
+        self.commit_one(&write).await?;
+        held.record = widened;
+        Ok(())
+    }
+
+    /// Journal how each held line ended and release its lock, one transaction per batch; returns,
+    /// per line, the record left or why the journal could not be brought up to date.
+    pub async fn release(&self, lines: Vec<(Held, Outcome)>, lease: &Lease) -> Vec<Result<Released>> {
+        let now_text = now();
+        let mut keys: Vec<String> = Vec::new();
+        let mut groups: Vec<Vec<Write>> = Vec::new();
+        let mut planned: Vec<(usize, Option<Write>, Option<Record>)> = Vec::new();
+        for (held, outcome) in &lines {
+            let k = match keys.iter().position(|k| *k == held.key) {
+                Some(k) => k,
+                None => {
+                    keys.push(held.key.clone());
+                    groups.push(Vec::new());
+                    keys.len() - 1
+                }
+            };
+            let (write, left) = release_write(held, outcome, &now_text);
+            if let Some(write) = &write {
+                groups[k].push(write.clone());
+            }
+            planned.push((k, write, left));
+        }
+        for (group, key) in groups.iter_mut().zip(&keys) {
+            group.push(unlock_write(key, &lease.run_id));
+        }
+        let outcomes = self.commit(groups).await;
+        let mut group_ok: Vec<bool> = outcomes.iter().map(Result::is_ok).collect();
+        // A group that failed: its writes one by one, so that a lost lock does not cost the record.
+        let mut results: Vec<Result<Released>> = Vec::new();
+        for ((_, outcome), (k, write, left)) in lines.into_iter().zip(planned) {
+            if group_ok[k] {
+                results.push(Ok(Released {
+                    record: left,
+                    repaired: false,
+                }));
+                continue;
+            }
+            let result = match write {
+                None => Ok(Released {
+                    record: left,
+                    repaired: false,
+                }),
+                Some(write) => match self.commit_one(&write).await {
+                    Ok(()) => Ok(Released {
+                        record: left,
+                        repaired: false,
+                    }),
+                    Err(e) if e.is_conflict() => self.after_conflict(&outcome, left, e).await,
+                    Err(e) => Err(e),
+                },
+            };
+            results.push(result);
+        }
+        for (k, key) in keys.iter().enumerate() {
+            if !group_ok[k] {
+                // Ours, or taken over by a run that found our lease run out: either way not ours now.
+                if let Err(e) = self.commit_one(&unlock_write(key, &lease.run_id)).await {
+                    tracing::debug!(resource = %key, error = %crate::error::describe(&e), "lock not released (not ours any more)");
+                }
+                group_ok[k] = true;
+            }
+            lease.drop_key(key);
+        }
+        results
+    }
+
+    /// A release write lost a race. A done mark is repaired (what was taken must stay journalled);
+    /// a delete is refused (someone journalled something since); a roll-back is left (the record
+    /// then claims a little more than was taken, which recover handles as a no-op).
+    async fn after_conflict(&self, outcome: &Outcome, left: Option<Record>, err: Error) -> Result<Released> {
+        match outcome {
+            Outcome::Evacuated { .. } => match left {
+                Some(meant) => self.repair(meant).await,
+                None => Err(err),
+            },
+            Outcome::Untouched => Ok(Released {
+                record: None,
+                repaired: false,
+            }),
+            Outcome::Recovered | Outcome::Failed => Err(err),
+        }
+    }
+
+    /// Make sure the stored record holds at least what `meant` does: write it back if it is gone,
+    /// widen it if it lacks some of it.
+    async fn repair(&self, meant: Record) -> Result<Released> {
+        const TRIES: usize = 4;
+        for _ in 0..TRIES {
+            let stored = match self.record_of(&meant.az_id, &meant.resource).await? {
+                None => {
+                    match self.commit_one(&recreate_write(&meant)).await {
+                        Ok(()) => {
+                            return Ok(Released {
+                                record: Some(meant),
+                                repaired: true,
+                            })
+                        }
+                        Err(e) if e.is_conflict() => continue,
+                        Err(e) => return Err(e),
+                    };
+                }
+                Some(stored) => stored?,
+            };
+            let covers = |have: &[String], want: &[String]| want.iter().all(|w| have.contains(w));
+            if covers(&stored.removed_subnets, &meant.removed_subnets) && covers(&stored.actions, &meant.actions) {
+                return Ok(Released {
+                    record: Some(stored),
+                    repaired: false,
+                });
+            }
+            let (write, widened) = widen_write(&stored, &meant.removed_subnets, &meant.actions);
+            match self.commit_one(&write).await {
+                Ok(()) => {
+                    return Ok(Released {
+                        record: Some(widened),
+                        repaired: true,
+                    })
+                }
+                Err(e) if e.is_conflict() => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::JournalConflict {
+            az_id: meant.az_id.clone(),
+            resource: meant.resource.clone(),
+            source: "the record kept changing while azevac wrote back what it took".into(),
+        })
+    }
+}
+
+/// The record write that ends a held line, and the record it leaves (`None`: deleted or none).
+fn release_write(held: &Held, outcome: &Outcome, now: &str) -> (Option<Write>, Option<Record>) {
+    let record = &held.record;
+    match outcome {
+        Outcome::Evacuated { actions } => {
+            let actions = match actions {
+                // Earlier runs' actions stay: a re-run in another mode never forgets a cordon.
+                Some(done) => union(held.prior.as_ref().map_or(&[][..], |p| &p.actions), done),
+                None => record.actions.clone(),
+            };
+            let (write, done) = finish_write(
+                &Record {
+                    actions,
+                    ..record.clone()
+                },
+                now,
+            );
+            (Some(write), Some(done))
+        }
+        Outcome::Recovered => (Some(remove_write(record)), None),
+        Outcome::Failed => (None, Some(record.clone())),
+        Outcome::Untouched if held.recovering => (None, Some(record.clone())),
+        Outcome::Untouched => match &held.prior {
+            None => (Some(remove_write(record)), None),
+            Some(prior) => {
+                let (write, restored) = restore_write(prior, record.version);
+                (Some(write), Some(restored))
+            }
+        },
+    }
+}
+
+/// Errors are not cloneable; the lines of one resource share its lock's verdict.
+fn copy(e: &Error) -> Error {
+    match e {
+        Error::Locked {
+            resource,
+            run_id,
+            caller,
+            until,
+        } => Error::Locked {
+            resource: resource.clone(),
+            run_id: run_id.clone(),
+            caller: caller.clone(),
+            until: until.clone(),
+        },
+        Error::JournalConflict { az_id, resource, .. } => Error::JournalConflict {
+            az_id: az_id.clone(),
+            resource: resource.clone(),
+            source: crate::error::describe(e).into(),
+        },
+        other => super::commit::other("dynamodb:TransactWriteItems", &crate::error::describe(other)),
+    }
+}

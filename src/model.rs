@@ -1,0 +1,364 @@
+//! Plain values every layer shares: a resource as discovered, a plan line and a plan, the inputs a
+//! plan is made from, a journal record. No IO and no behaviour beyond small accessors, so that the
+//! journal, the planner, the plugins and the reports can all depend on it without depending on
+//! each other.
+
+use std::collections::BTreeMap;
+
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+/// One resource's network placement as its service reports it now.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Resource {
+    /// The `--type` value of its plugin (`asg`).
+    pub resource_type: &'static str,
+    /// The identifier the journal keys on: the ARN.
+    pub id: String,
+    /// The short name an operator recognises.
+    pub name: String,
+    /// Its subnets, in the service's order.
+    pub subnets: Vec<String>,
+    /// Its tags, for `--tag` filters.
+    pub tags: BTreeMap<String, String>,
+    /// Why azevac cannot change this resource's subnets, if it cannot (shown as the skip reason).
+    pub unsupported: Option<String>,
+    /// Caveats the operator should read before this resource is changed.
+    pub notes: Vec<String>,
+    /// What the plugin needs to change the resource without losing other settings (security groups,
+    /// cluster, revision...): the plugin's own type, serialised, opaque to everything else.
+    pub detail: serde_json::Value,
+}
+
+impl Resource {
+    /// The plugin's own detail, as its type: a detail that does not parse fails the line that needs
+    /// it (never read with a default).
+    pub fn detail_as<T: serde::de::DeserializeOwned>(&self) -> crate::Result<T> {
+        serde_json::from_value(self.detail.clone()).map_err(|e| {
+            crate::Error::BadInput(format!(
+                "internal: the {} detail of {} does not parse ({e}); nothing changed",
+                self.resource_type, self.name
+            ))
+        })
+    }
+
+    /// Keep the plugin's own detail.
+    pub fn set_detail<T: Serialize>(&mut self, detail: &T) {
+        self.detail = serde_json::to_value(detail).unwrap_or_default();
+    }
+}
+
+/// Which command a plan is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Command {
+    /// Take a zone's subnets away.
+    Evacuate,
+    /// Put journalled subnets back.
+    Recover,
+}
+
+/// Where a resource stands in a plan or after a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Will change (dry run, or not yet executed).
+    Planned,
+    /// Changed, journalled and read back.
+    Done,
+    /// Left alone; `reason` says why.
+    Skipped,
+    /// Tried and failed; `reason` says why. The journal still holds what was taken.
+    Failed,
+}
+
+impl Status {
+    /// The word for it, as in the JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Planned => "planned",
+            Status::Done => "done",
+            Status::Skipped => "skipped",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// One resource's line in the plan.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Item {
+    /// The plugin's `--type` value.
+    #[serde(rename = "type")]
+    pub resource_type: String,
+    /// The resource ARN (the journal's sort key).
+    pub resource: String,
+    /// The resource's short name.
+    pub name: String,
+    /// The AZ ID this line is about.
+    pub az_id: String,
+    /// The resource's subnets when the plan was made.
+    pub current_subnets: Vec<String>,
+    /// Subnets taken away (evacuate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed_subnets: Option<Vec<String>>,
+    /// Subnets put back (recover).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_subnets: Option<Vec<String>>,
+    /// What is done to the resource besides subnets (Kubernetes nodes: taint, cordon; recover: untaint...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<String>>,
+    /// The resource's subnets once the line is carried out.
+    pub resulting_subnets: Vec<String>,
+    /// Where the line stands.
+    pub status: Status,
+    /// Why it is skipped or failed, or what a no-op line does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Caveats for the operator.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Lines (by `resource`) that must be done before this one is carried out: an Auto Scaling
+    /// group behind a load balancer without cross-zone load balancing waits for that balancer's
+    /// zonal shift, and is not changed if the shift could not be started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
+    /// The run whose live lock kept this line from being carried out (it is skipped, and the run
+    /// exits 1: the operator must come back to it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_by: Option<String>,
+    /// The resource as discovered, for the plugin to apply the change to.
+    #[serde(skip)]
+    pub target: Option<Resource>,
+    /// The journal record this line builds on, if any.
+    #[serde(skip)]
+    pub record: Option<Record>,
+}
+
+impl Item {
+    /// A planned line about one resource that changes nothing yet; callers fill in the rest.
+    pub fn new(resource_type: &str, resource: &str, name: &str, az_id: &str) -> Item {
+        Item {
+            resource_type: resource_type.to_owned(),
+            resource: resource.to_owned(),
+            name: name.to_owned(),
+            az_id: az_id.to_owned(),
+            current_subnets: Vec::new(),
+            removed_subnets: None,
+            restored_subnets: None,
+            actions: None,
+            resulting_subnets: Vec::new(),
+            status: Status::Planned,
+            reason: None,
+            notes: Vec::new(),
+            requires: Vec::new(),
+            blocked_by: None,
+            target: None,
+            record: None,
+        }
+    }
+
+    /// Whether this line changes a resource when carried out.
+    pub fn changes_resource(&self) -> bool {
+        self.status == Status::Planned
+            && [&self.removed_subnets, &self.restored_subnets, &self.actions]
+                .iter()
+                .any(|change| change.as_ref().is_some_and(|c| !c.is_empty()))
+    }
+
+    /// Mark the line done.
+    pub fn done(&mut self) {
+        self.status = Status::Done;
+    }
+
+    /// Mark the line failed, with the error as the reason.
+    pub fn fail(&mut self, reason: String) {
+        self.status = Status::Failed;
+        self.reason = Some(reason);
+    }
+}
+
+/// A whole plan: one command, one or all zones, every resource it concerns.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    /// The command.
+    pub command: Command,
+    /// The region.
+    pub region: String,
+    /// The AZ ID, when the command names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub az_id: Option<String>,
+    /// This account's name for that AZ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub az_name: Option<String>,
+    /// What the plan was made from, so that `azevac apply` can make it again from live state.
+    pub request: Request,
+    /// The lines, grouped by type in plugin order.
+    pub items: Vec<Item>,
+    /// Journal items that could not be used, with why (recover, status).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+    /// `--stats`: AWS calls and phase times of this run (not read back from a saved plan).
+    #[serde(skip_serializing_if = "Option::is_none", skip_deserializing)]
+    pub stats: Option<crate::stats::Stats>,
+}
+
+impl Plan {
+    /// How many lines stand in each status.
+    pub fn count(&self, status: Status) -> usize {
+        self.items.iter().filter(|i| i.status == status).count()
+    }
+}
+
+/// The inputs a plan is made from besides the zone: saved in `--dry-run --output json`, so that
+/// `azevac apply` plans again from the same inputs and can tell whether the live state moved.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    /// `--type` (every type when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub types: Vec<String>,
+    /// `--cluster`: ECS clusters (every cluster when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ecs_clusters: Vec<String>,
+    /// `--tag`, as `KEY=VALUE`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// `--name-prefix`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_prefix: Option<String>,
+    /// `--kube-context`: the Kubernetes clusters whose nodes the plan covers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kube_contexts: Vec<String>,
+    /// `--k8s-mode` (evacuate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k8s_mode: Option<Mode>,
+    /// `--drain-timeout` in seconds (evacuate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_timeout_seconds: Option<u64>,
+    /// `--reason` (evacuate): written into every journal record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `--forget-missing` (recover).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forget_missing: bool,
+    /// `--zonal-shift` (evacuate): start ARC zonal shifts first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zonal_shift: bool,
+    /// `--expires-in` of those shifts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in: Option<String>,
+    /// `--force` (evacuate): go ahead past the cross-zone check, with a warning.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force: bool,
+    /// `--pace N` (evacuate): Auto Scaling instances replaced N at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<u32>,
+    /// How long pacing waits for replacements per group, in seconds (`--wait-timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace_timeout_seconds: Option<u64>,
+}
+
+impl Request {
+    /// Whether `--type` names this type (an empty `--type` means every type).
+    pub fn names(&self, resource_type: &str) -> bool {
+        self.types.iter().any(|t| t == resource_type)
+    }
+
+    /// The `--tag` filters as key/value pairs.
+    pub fn tag_pairs(&self) -> Vec<(String, String)> {
+        self.tags
+            .iter()
+            .map(|t| match t.split_once('=') {
+                Some((k, v)) => (k.to_owned(), v.to_owned()),
+                None => (t.clone(), String::new()),
+            })
+            .collect()
+    }
+}
+
+/// Where a journalled change stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Written before the change: the subnets may or may not have been removed yet.
+    Intent,
+    /// The change was made and acknowledged by the service.
+    Done,
+}
+
+impl State {
+    /// The word stored in the journal.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Intent => "intent",
+            State::Done => "done",
+        }
+    }
+}
+
+/// One journal item: a resource that lost subnets in one AZ.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Record {
+    /// The evacuated AZ ID (partition key).
+    pub az_id: String,
+    /// The resource ARN (sort key).
+    pub resource: String,
+    /// The plugin's `--type` value.
+    pub resource_type: String,
+    /// Every subnet azevac took away from the resource in this AZ, across all runs.
+    pub removed_subnets: Vec<String>,
+    /// Whether the change is known to have been made.
+    pub state: State,
+    /// Bumped on every write; every write is conditional on the version it read.
+    pub version: u64,
+    /// The resource's short name, for people reading the table.
+    pub resource_name: Option<String>,
+    /// The resource's subnets before azevac first touched it.
+    pub original_subnets: Vec<String>,
+    /// What else azevac did to the resource (Kubernetes nodes: `taint:KEY=VALUE:EFFECT`, `cordon`).
+    pub actions: Vec<String>,
+    /// The azevac run that last wrote the record.
+    pub run_id: Option<String>,
+    /// The STS caller ARN that last wrote it.
+    pub evacuated_by: Option<String>,
+    /// The operator's `--reason`.
+    pub reason: Option<String>,
+    /// The azevac version that last wrote it.
+    pub azevac_version: Option<String>,
+    /// When it was first written (RFC 3339).
+    pub created_at: Option<String>,
+    /// When it was last written (RFC 3339).
+    pub updated_at: Option<String>,
+}
+
+/// Who is writing, and why: stamped on every record a run writes.
+#[derive(Debug, Clone, Default)]
+pub struct Audit {
+    /// This run's ID.
+    pub run_id: String,
+    /// The STS caller ARN.
+    pub caller: String,
+    /// The operator's `--reason`, if given.
+    pub reason: Option<String>,
+}
+
+/// How results are printed on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// A table and a summary line.
+    Table,
+    /// One JSON document.
+    Json,
+}
+
+/// What evacuating a node means (`--k8s-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Taint `NoExecute`: running pods are evicted (ignoring PodDisruptionBudgets), no new ones land.
+    #[default]
+    Noexecute,
+    /// Taint `NoSchedule` and cordon: running pods stay, no new ones land.
+    Noschedule,
+    /// Cordon, then evict every evictable pod through the Eviction API (PodDisruptionBudgets respected).
+    Drain,
+}

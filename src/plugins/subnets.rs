@@ -1,0 +1,318 @@
+//! The adapter every subnet-placed type shares: it turns a [`SubnetService`] (list, read, set
+//! subnets) into a [`Plugin`] — planning with the shared rules of `plan`, the fresh read under the
+//! lock that every change is computed from (evacuate: live − zone; recover: live ∪ (removed ∩
+//! existing) in the original order), the change itself, and the read-back.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::{Acted, Evacuation, Plugin, Scope, SubnetService};
+use crate::error::describe;
+use crate::journal::Held;
+use crate::model::{Command, Item, Plan, Record, Resource, Status};
+use crate::plan::{self, Filters};
+use crate::Result;
+
+/// What planning learnt that the fresh read under the lock needs again.
+#[derive(Debug, Default, Clone)]
+struct Planned {
+    az_id: String,
+    zone_subnets: BTreeSet<String>,
+    how: Evacuation,
+    existing: BTreeMap<String, String>,
+    forget_missing: bool,
+}
+
+/// A subnet-placed type as a plugin.
+pub struct Subnets<S> {
+    service: S,
+    ec2: aws_sdk_ec2::Client,
+    planned: Mutex<Planned>,
+}
+
+impl<S: SubnetService + 'static> Subnets<S> {
+    /// The plugin for `service`, reading subnets through EC2 with `sdk`.
+    pub fn plugin(service: S, sdk: &aws_config::SdkConfig) -> Box<dyn Plugin> {
+        Box::new(Subnets {
+            service,
+            ec2: crate::client!(aws_sdk_ec2, sdk),
+            planned: Mutex::new(Planned::default()),
+        })
+    }
+
+    fn planned(&self) -> std::sync::MutexGuard<'_, Planned> {
+        self.planned.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Plan one evacuation line from `resource` (as discovered or as read again).
+    fn evacuation_line(
+        &self,
+        az_id: &str,
+        resource: &Resource,
+        zone_subnets: &BTreeSet<String>,
+        filters: &Filters,
+        record: Option<&Record>,
+        how: &Evacuation,
+    ) -> Result<Option<Item>> {
+        let Some(mut item) = plan::evacuation(az_id, resource, zone_subnets, filters, record) else {
+            return Ok(None);
+        };
+        // Steps besides the subnets (ASG `--pace`) ride in the target, and in the journal.
+        if let (Status::Planned, Some(target)) = (item.status, item.target.as_mut()) {
+            let steps = self.service.plan_evacuation(target, how)?;
+            if !steps.is_empty() {
+                item.actions = Some(steps);
+            }
+        }
+        Ok(Some(item))
+    }
+
+    /// Plan one recovery line from the record and the resource's state (`None`: gone).
+    fn recovery_line(
+        &self,
+        record: &Record,
+        current: Option<&Resource>,
+        existing: &BTreeMap<String, String>,
+        forget_missing: bool,
+    ) -> Result<Item> {
+        let mut item = plan::recovery(record, current, existing, forget_missing);
+        // Steps besides the subnets that the record says azevac took (ASG: a suspended process).
+        if let (Status::Planned, Some(target)) = (item.status, item.target.as_mut()) {
+            let steps = self.service.plan_recovery(target, record)?;
+            if !steps.is_empty() {
+                item.actions = Some(steps);
+            }
+        }
+        Ok(item)
+    }
+}
+
+/// Take a line planned again from live state in place of the one planned earlier, keeping what
+/// only planning knew (caveats, prerequisites).
+fn replace(line: &mut Item, fresh: Item) {
+    let notes = std::mem::take(&mut line.notes);
+    let requires = std::mem::take(&mut line.requires);
+    let record = line.record.take();
+    *line = Item {
+        notes: if fresh.status == Status::Planned {
+            notes
+        } else {
+            Vec::new()
+        },
+        requires,
+        record,
+        ..fresh
+    };
+}
+
+#[async_trait]
+impl<S: SubnetService + 'static> Plugin for Subnets<S> {
+    fn resource_type(&self) -> &'static str {
+        self.service.resource_type()
+    }
+
+    async fn plan_evacuation(&self, scope: &Scope<'_>) -> Result<Vec<Item>> {
+        let filters = scope.filters();
+        let how = Evacuation::of(scope.request, scope.zone);
+        let resources = self.service.discover().await?;
+        // Only what may be planned is inspected further (tags, caveats): it can cost a call each.
+        let mut candidates: Vec<Resource> = resources
+            .into_iter()
+            .filter(|r| {
+                r.subnets.iter().any(|s| scope.zone_subnets.contains(s))
+                    || r.subnets.is_empty()
+                    || scope.records.contains_key(&r.id)
+            })
+            .collect();
+        self.service.inspect(&mut candidates, !filters.tags.is_empty()).await?;
+        let mut items = Vec::new();
+        for resource in &candidates {
+            let record = scope.records.get(&resource.id);
+            if let Some(item) =
+                self.evacuation_line(scope.az_id(), resource, scope.zone_subnets, &filters, record, &how)?
+            {
+                items.push(item);
+            }
+        }
+        *self.planned() = Planned {
+            az_id: scope.az_id().to_owned(),
+            zone_subnets: scope.zone_subnets.clone(),
+            how,
+            ..Planned::default()
+        };
+        Ok(items)
+    }
+
+    async fn plan_recovery(&self, mut records: Vec<Record>, scope: &Scope<'_>) -> Result<Vec<Item>> {
+        let journalled: BTreeSet<String> = records.iter().flat_map(|r| r.removed_subnets.clone()).collect();
+        let existing = if journalled.is_empty() {
+            BTreeMap::new()
+        } else {
+            crate::topology::locate_subnets(&self.ec2, &journalled).await?
+        };
+        let ids: Vec<String> = records
+            .iter()
+            .map(|r| r.resource.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut current = if ids.is_empty() {
+            BTreeMap::new()
+        } else {
+            self.service.read(&ids).await?
+        };
+        let forget_missing = scope.request.forget_missing;
+        // One resource can have records in several zones: each line starts from the previous
+        // line's result, so no line undoes another.
+        records.sort_by(|a, b| (&a.resource, &a.az_id).cmp(&(&b.resource, &b.az_id)));
+        let mut items = Vec::new();
+        for record in &records {
+            let item = self.recovery_line(record, current.get(&record.resource), &existing, forget_missing)?;
+            if let Some(resource) = current.get_mut(&record.resource) {
+                resource.subnets = item.resulting_subnets.clone();
+            }
+            items.push(item);
+        }
+        let mut planned = self.planned();
+        planned.existing = existing;
+        planned.forget_missing = forget_missing;
+        Ok(items)
+    }
+
+    async fn review(&self, plan: &mut Plan, scope: &Scope<'_>) -> Result<()> {
+        self.service.review(plan, scope).await
+    }
+
+    async fn refresh(&self, command: Command, lines: &mut [&mut Item], held: &[&Held]) -> Result<()> {
+        let ids: Vec<String> = lines
+            .iter()
+            .map(|l| l.resource.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut live = self.service.read(&ids).await?;
+        let planned = self.planned().clone();
+        let outcome = (|| -> Result<()> {
+            for (line, held) in lines.iter_mut().zip(held) {
+                let current = live.get(&line.resource);
+                let fresh = match command {
+                    Command::Evacuate => {
+                        let Some(current) = current else {
+                            line.status = Status::Skipped;
+                            line.reason = Some("the resource no longer exists: nothing changed".into());
+                            continue;
+                        };
+                        self.evacuation_line(
+                            &planned.az_id,
+                            current,
+                            &planned.zone_subnets,
+                            &Filters::default(),
+                            Some(held.record()),
+                            &planned.how,
+                        )?
+                    }
+                    Command::Recover => {
+                        Some(self.recovery_line(held.record(), current, &planned.existing, planned.forget_missing)?)
+                    }
+                };
+                let Some(fresh) = fresh else {
+                    line.status = Status::Skipped;
+                    line.reason = Some("nothing of it is in the zone any more: nothing changed".into());
+                    continue;
+                };
+                replace(line, fresh);
+                // The next line of the same resource builds on this one's result.
+                if let (Status::Planned, Some(resource)) = (line.status, live.get_mut(&line.resource)) {
+                    resource.subnets = line.resulting_subnets.clone();
+                }
+            }
+            Ok(())
+        })();
+        outcome
+    }
+
+    async fn evacuate(&self, line: &Item, _held: &Held) -> Result<Acted> {
+        self.change(line).await
+    }
+
+    async fn recover(&self, line: &Item, _held: &Held) -> Result<Acted> {
+        self.change(line).await
+    }
+
+    async fn verify(&self, lines: &mut [&mut Item]) {
+        let ids: Vec<String> = lines
+            .iter()
+            .filter(|l| l.status == Status::Done && l.target.is_some())
+            .map(|l| l.resource.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        let live = match self.service.read(&ids).await {
+            Ok(live) => live,
+            Err(e) => {
+                let why = format!(
+                    "could not read back ({}); the journal holds what was taken",
+                    describe(&e)
+                );
+                for line in lines.iter_mut().filter(|l| l.status == Status::Done) {
+                    line.fail(why.clone());
+                }
+                return;
+            }
+        };
+        // Only the last line of a resource says what it should look like now.
+        let mut last: BTreeMap<String, usize> = BTreeMap::new();
+        for (i, line) in lines.iter().enumerate() {
+            if line.status == Status::Done && line.target.is_some() {
+                last.insert(line.resource.clone(), i);
+            }
+        }
+        for i in last.into_values() {
+            let line = &mut lines[i];
+            let mut expected = line.resulting_subnets.clone();
+            expected.sort();
+            match live.get(&line.resource) {
+                Some(found) => {
+                    let mut found = found.subnets.clone();
+                    found.sort();
+                    if found != expected {
+                        line.fail(format!(
+                            "read back shows subnets [{}], expected [{}]; the journal still holds what was taken",
+                            found.join(", "),
+                            expected.join(", ")
+                        ));
+                    }
+                }
+                None => line.fail("read back: the resource no longer exists".into()),
+            }
+        }
+    }
+
+    async fn settle(&self, lines: &[&Item], timeout: Duration) -> Result<Vec<(String, String)>> {
+        let changed: Vec<Resource> = lines.iter().filter_map(|l| l.target.clone()).collect();
+        if changed.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.service.settle(&changed, timeout).await
+    }
+}
+
+impl<S: SubnetService> Subnets<S> {
+    /// Set the line's resulting subnets on its resource (and its other planned steps).
+    async fn change(&self, line: &Item) -> Result<Acted> {
+        let Some(target) = line.target.as_ref() else {
+            return Err(crate::Error::BadInput(format!(
+                "internal: no live state for {}",
+                line.resource
+            )));
+        };
+        self.service.apply(target, &line.resulting_subnets).await?;
+        Ok(Acted::default())
+    }
+}
