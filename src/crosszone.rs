@@ -191,7 +191,7 @@ pub fn check(item: &mut Item, zonal: &[Zonal], shifted: &Shifted, force: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::Resource;
+    use crate::model::Resource;
 
     fn group() -> Item {
         let resource = Resource {

@@ -129,6 +129,14 @@ pub async fn prepare(
             }
         }
     }
+    // The plan lists lines in the order they are carried out: stage by stage, types in registry order.
+    let stage = |item: &Item| {
+        plugins
+            .iter()
+            .find(|p| p.resource_type() == item.resource_type)
+            .map(|p| p.stage(command, item))
+    };
+    plan.items.sort_by_key(|item| stage(item));
     phases.end("discover and plan");
     Ok(Prepared { plan, phases, plugins })
 }

@@ -15,10 +15,12 @@ async fn main() {
         Ok(code) => code,
         Err(err) => {
             // One line, whatever the SDK's own messages look like: the operator greps for it.
+            // Escaped after folding: the text may quote AWS or a journal item.
             let message = commands::describe(&err)
                 .split_whitespace()
                 .collect::<Vec<_>>()
                 .join(" ");
+            let message = azevac::report::clean(&message);
             eprintln!("azevac: error: {message}");
             err.exit_code()
         }

@@ -259,7 +259,7 @@ pub fn recovery(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::State;
+    use crate::model::State;
 
     fn asg(subnets: &[&str]) -> Resource {
         Resource {
@@ -431,7 +431,7 @@ mod tests {
     fn the_request_round_trips_through_json() {
         let request = Request {
             tags: vec!["team=a=b".into()],
-            k8s_mode: Some(crate::plugins::eks::Mode::Drain),
+            k8s_mode: Some(crate::model::Mode::Drain),
             ..Request::default()
         };
         let text = serde_json::to_string(&request).expect("json");

@@ -7,8 +7,9 @@ use comfy_table::presets::NOTHING;
 use comfy_table::{ContentArrangement, Table};
 use serde::Serialize;
 
-use crate::journal::Record;
+use crate::journal::Lock;
 use crate::model::Output;
+use crate::model::Record;
 use crate::plan::{Command, Plan, Status};
 
 /// Whether a plan is printed before (or instead of) execution, or as the result of a run.
@@ -106,15 +107,18 @@ pub fn render(plan: &Plan, phase: Phase) -> String {
                     format!("{change} (+ {})", steps.join(", "))
                 };
             }
-            table.add_row([
-                item.resource_type.clone(),
-                item.name.clone(),
-                item.az_id.clone(),
-                change,
-                item.resulting_subnets.join(" "),
-                status_word(item.status).to_owned(),
-                item.reason.clone().unwrap_or_default(),
-            ]);
+            table.add_row(
+                [
+                    item.resource_type.clone(),
+                    item.name.clone(),
+                    item.az_id.clone(),
+                    change,
+                    item.resulting_subnets.join(" "),
+                    status_word(item.status).to_owned(),
+                    item.reason.clone().unwrap_or_default(),
+                ]
+                .map(|cell| clean(&cell)),
+            );
         }
         out.push_str(&table.trim_fmt());
         out.push('\n');
@@ -126,11 +130,11 @@ pub fn render(plan: &Plan, phase: Phase) -> String {
         .flat_map(|i| i.notes.iter().map(move |n| format!("note ({}): {n}", i.resource_type)))
         .collect();
     for note in notes {
-        out.push_str(&note);
+        out.push_str(&clean(&note));
         out.push('\n');
     }
     for problem in &plan.problems {
-        out.push_str(&format!("problem: {problem}\n"));
+        out.push_str(&format!("problem: {}\n", clean(problem)));
     }
     let s = summary(plan);
     let already = match s.already_evacuated {
@@ -145,6 +149,22 @@ pub fn render(plan: &Plan, phase: Phase) -> String {
     out
 }
 
+/// Text from AWS, Kubernetes or the journal as it may reach a terminal: control characters (and
+/// the bidirectional overrides that reorder what a person reads) escaped, so that no name, reason
+/// or comment can move the cursor, recolour the screen or forge a line of the table.
+pub fn clean(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let bidi = matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+        if c.is_control() || bidi {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Failed lines shout in the table, so that they are not missed among many.
 fn status_word(status: Status) -> &'static str {
     match status {
@@ -153,10 +173,19 @@ fn status_word(status: Status) -> &'static str {
     }
 }
 
-/// Print the journal's records (`azevac status`).
-pub fn print_status(records: &[Record], problems: &[String], output: Output) {
+/// Print the journal's records (`azevac status`), marking those another run is changing now.
+pub fn print_status(records: &[Record], locks: &[Lock], problems: &[String], output: Output) {
     if output == Output::Json {
-        let document = serde_json::json!({ "records": records, "problems": problems });
+        let live: Vec<serde_json::Value> = locks
+            .iter()
+            .filter(|l| l.is_live())
+            .map(|l| {
+                serde_json::json!({
+                    "resource": l.resource, "run_id": l.run_id, "caller": l.caller, "lease_until": l.until(),
+                })
+            })
+            .collect();
+        let document = serde_json::json!({ "records": records, "locks": live, "problems": problems });
         println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
         return;
     }
@@ -178,27 +207,35 @@ pub fn print_status(records: &[Record], problems: &[String], output: Output) {
                 "REASON",
             ]);
         for r in records {
-            table.add_row([
-                r.az_id.clone(),
-                r.resource_type.clone(),
-                r.resource_name.clone().unwrap_or_else(|| r.resource.clone()),
-                // Nodes and zonal shifts lose no subnets: what azevac did to them is in `actions`.
-                if r.removed_subnets.is_empty() {
-                    r.actions.join(" ")
-                } else {
-                    r.removed_subnets.join(" ")
-                },
-                format!("{:?}", r.state).to_lowercase(),
-                r.created_at.clone().unwrap_or_default(),
-                r.evacuated_by.clone().unwrap_or_default(),
-                r.reason.clone().unwrap_or_default(),
-            ]);
+            let being_changed = locks
+                .iter()
+                .find(|l| l.resource == r.resource && l.is_live())
+                .map(|l| format!(" (being changed by run {}, lease until {})", l.run_id, l.until()))
+                .unwrap_or_default();
+            table.add_row(
+                [
+                    r.az_id.clone(),
+                    r.resource_type.clone(),
+                    r.resource_name.clone().unwrap_or_else(|| r.resource.clone()),
+                    // Nodes and zonal shifts lose no subnets: what azevac did to them is in `actions`.
+                    if r.removed_subnets.is_empty() {
+                        r.actions.join(" ")
+                    } else {
+                        r.removed_subnets.join(" ")
+                    },
+                    format!("{}{being_changed}", r.state.as_str()),
+                    r.created_at.clone().unwrap_or_default(),
+                    r.evacuated_by.clone().unwrap_or_default(),
+                    r.reason.clone().unwrap_or_default(),
+                ]
+                .map(|cell| clean(&cell)),
+            );
         }
         println!("{}", table.trim_fmt());
         println!("{} journal records", records.len());
     }
     for problem in problems {
-        println!("problem: {problem}");
+        println!("problem: {}", clean(problem));
     }
 }
 
@@ -230,14 +267,17 @@ pub fn print_shifts(shifts: &[(String, crate::plugins::zonal_shift::Active, bool
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(["RESOURCE", "AWAY FROM", "TYPE", "SHIFT", "AZEVAC", "COMMENT"]);
     for (resource, a, ours) in shifts {
-        table.add_row([
-            resource.clone(),
-            a.away_from.clone(),
-            a.shift_type.clone(),
-            a.id.clone().unwrap_or_default(),
-            if *ours { "yes" } else { "no" }.to_owned(),
-            a.comment.clone(),
-        ]);
+        table.add_row(
+            [
+                resource.clone(),
+                a.away_from.clone(),
+                a.shift_type.clone(),
+                a.id.clone().unwrap_or_default(),
+                if *ours { "yes" } else { "no" }.to_owned(),
+                a.comment.clone(),
+            ]
+            .map(|cell| clean(&cell)),
+        );
     }
     println!("{}", table.trim_fmt());
     println!("{} active", shifts.len());
@@ -246,6 +286,14 @@ pub fn print_shifts(shifts: &[(String, crate::plugins::zonal_shift::Active, bool
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn untrusted_text_cannot_drive_the_terminal() {
+        assert_eq!(clean("web\u{1b}[2Jgone"), "web\\u{1b}[2Jgone");
+        assert_eq!(clean("a\nb\tc"), "a\\nb\\tc");
+        assert_eq!(clean("evil\u{202E}txt.exe"), "evil\\u{202e}txt.exe");
+        assert_eq!(clean("plain use1-az2 — ok"), "plain use1-az2 — ok");
+    }
     use crate::plan::{Command, Item};
 
     fn item(name: &str, removed: &[&str], after: &[&str], status: Status, reason: Option<&str>) -> Item {

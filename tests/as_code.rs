@@ -10,21 +10,30 @@ use std::path::Path;
 use azevac::journal::{PK, SK, TYPE_ATTR, TYPE_INDEX};
 use common::{azevac, Moto};
 
-const SERVICES: [&str; 8] = [
-    "ec2",
-    "autoscaling",
-    "ecs",
-    "lambda",
-    "dynamodb",
-    "sts",
-    "elasticloadbalancing",
-    "arc-zonal-shift",
-];
+/// The IAM service prefixes azevac calls: the core ones and each registered type's, from the
+/// registry itself (a new type brings its services; no list here to forget).
+fn services() -> Vec<&'static str> {
+    azevac::plugins::CORE_SERVICES
+        .iter()
+        .copied()
+        .chain(
+            azevac::plugins::REGISTRY
+                .iter()
+                .flat_map(|r| r.services.iter().copied()),
+        )
+        .collect()
+}
+
 /// Calls IAM authorizes through other actions: a DynamoDB transaction is allowed by the actions of
 /// the writes in it (there is no `dynamodb:TransactWriteItems` IAM action).
 const AUTHORIZED_BY: [(&str, &[&str]); 1] = [(
     "dynamodb:TransactWriteItems",
-    &["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
+    &[
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:ConditionCheckItem",
+    ],
 )];
 /// Actions AWS checks on the caller on azevac's behalf (Lambda's VPC update reads the VPC's groups).
 const IMPLIED: [&str; 2] = ["ec2:DescribeSecurityGroups", "ec2:DescribeVpcs"];
@@ -51,7 +60,7 @@ fn actions_in_code() -> BTreeSet<String> {
                     continue;
                 };
                 let operation: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
-                if SERVICES.contains(&service) && operation.starts_with(|c: char| c.is_ascii_uppercase()) {
+                if services().contains(&service) && operation.starts_with(|c: char| c.is_ascii_uppercase()) {
                     found.insert(format!("{service}:{operation}"));
                 }
             }

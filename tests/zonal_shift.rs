@@ -10,7 +10,9 @@ use aws_sdk_elasticloadbalancingv2::types::{Action, ActionTypeEnum, LoadBalancer
 
 use common::estate::{self, AsgSpec, Seeded, Spec, VpcSpec};
 use common::proxy::{FailRule, Fault, Faults, KillWhen, Proxy};
-use common::{attr_list, attr_s, azevac_at, journal_items, live_groups, run_watched, Moto, ZONE};
+use common::{
+    attr_list, attr_s, azevac_at, journal_items, live_groups, lock_items, run_watched, table_items, Moto, ZONE,
+};
 
 const ZONES: [&str; 3] = ["use1-az1", "use1-az2", "use1-az4"];
 
@@ -436,23 +438,28 @@ async fn a_crash_right_after_starting_a_shift_loses_nothing() {
         2,
         "someone else's and the one azevac never heard about: {active:?}"
     );
+    // The write-ahead of the batch came first: every planned shift has its intent record (and its
+    // lock, held by the dead run), whether its shift was started or not.
     let records = journal_items(&setup.sdk).await;
-    assert_eq!(records.len(), 1);
-    assert_eq!(attr_s(&records[0], "state"), "intent");
+    let planned = rehearsal.positions("arc-zonal-shift:StartZonalShift").len();
+    assert_eq!(records.len(), planned);
+    assert!(records.iter().all(|r| attr_s(r, "state") == "intent"), "{records:?}");
+    assert_eq!(lock_items(&setup.sdk).await.len(), planned, "the dead run's locks");
 
+    // The operator's next run on this host sees the holder is gone and takes the locks over.
     setup.proxy.set(Faults::default());
     let recovered = setup
         .run(&["recover", "--yes", "--output", "json"])
         .expect_code(0)
         .json();
-    assert_eq!(recovered["summary"]["done"], 1, "{recovered}");
+    assert_eq!(recovered["summary"]["done"], planned, "{recovered}");
     let active = setup.proxy.arc.lock().expect("arc").active();
     assert_eq!(
         active.len(),
         1,
         "ours was found by its run ID and cancelled: {active:?}"
     );
-    assert!(journal_items(&setup.sdk).await.is_empty());
+    assert!(table_items(&setup.sdk).await.is_empty(), "no record and no lock left");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,6 +27,7 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
             }
         }
     }
-    report::print_status(&records, &problems, ctx.output);
+    let locks = ctx.journal.locks().await?;
+    report::print_status(&records, &locks, &problems, ctx.output);
     Ok(EXIT_OK)
 }

@@ -219,8 +219,58 @@ pub struct Released {
 impl Journal {
     /// Take each line's lock and journal its intent, one transaction per batch. Lines of the same
     /// resource share one lock. Each line gets its [`Held`], or why not: the lock is held by a live
-    /// run ([`Error::Locked`]), or the record changed since it was planned from.
+    /// run ([`Error::Locked`]), or the record changed since it was planned from. A lock whose holder
+    /// is a process of this host that has died (a crash, a Ctrl-C) is taken over at once.
     pub async fn acquire(&self, lines: &[Ahead<'_>], lease: &Lease, audit: &Audit) -> Vec<Result<Held>> {
+        let mut outcomes = self.acquire_once(lines, lease, audit, &BTreeMap::new()).await;
+        let dead: BTreeMap<String, String> = outcomes
+            .iter()
+            .filter_map(|o| match o {
+                Err(Refusal::Locked(lock)) if lock.holder_is_gone() => {
+                    Some((lock.resource.clone(), lock.run_id.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        if !dead.is_empty() {
+            let again: Vec<usize> = (0..lines.len())
+                .filter(|&i| dead.contains_key(lines[i].key()))
+                .collect();
+            for run in dead.values().collect::<std::collections::BTreeSet<_>>() {
+                eprintln!("azevac: run {run} died on this host; taking over its locks");
+            }
+            let retried: Vec<Ahead<'_>> = again.iter().map(|&i| lines[i]).collect();
+            for (i, outcome) in again
+                .into_iter()
+                .zip(self.acquire_once(&retried, lease, audit, &dead).await)
+            {
+                outcomes[i] = outcome;
+            }
+        }
+        outcomes
+            .into_iter()
+            .map(|o| {
+                o.map_err(|refusal| match refusal {
+                    Refusal::Locked(lock) => Error::Locked {
+                        resource: lock.resource.clone(),
+                        run_id: lock.run_id.clone(),
+                        caller: lock.caller.clone(),
+                        until: lock.until(),
+                    },
+                    Refusal::Other(e) => e,
+                })
+            })
+            .collect()
+    }
+
+    /// One pass of [`Journal::acquire`]; `dead` names, per key, a dead holder to take over from.
+    async fn acquire_once(
+        &self,
+        lines: &[Ahead<'_>],
+        lease: &Lease,
+        audit: &Audit,
+        dead: &BTreeMap<String, String>,
+    ) -> Vec<Result<Held, Refusal>> {
         let now_text = now();
         let mut keys: Vec<String> = Vec::new();
         let mut line_key: Vec<usize> = Vec::new();
@@ -237,10 +287,12 @@ impl Journal {
             run_id: lease.run_id.clone(),
             caller: lease.caller.clone(),
             lease_expires_at: lease.expiry_epoch(),
+            host: super::record::host_name(),
+            pid: std::process::id(),
         };
         let mut groups: Vec<Vec<Write>> = keys
             .iter()
-            .map(|k| vec![lock_write(&lock(k), epoch_seconds())])
+            .map(|k| vec![lock_write(&lock(k), epoch_seconds(), dead.get(k).map(String::as_str))])
             .collect();
         let mut held: Vec<Held> = Vec::new();
         for (line, &k) in lines.iter().zip(&line_key) {
@@ -274,7 +326,7 @@ impl Journal {
         }
         let started = Instant::now();
         let outcomes = self.commit(groups).await;
-        let mut verdicts: Vec<Result<(), Error>> = Vec::new();
+        let mut verdicts: Vec<Result<(), Refusal>> = Vec::new();
         for (key, outcome) in keys.iter().zip(outcomes) {
             verdicts.push(match outcome {
                 Ok(()) => {
@@ -284,34 +336,29 @@ impl Journal {
                 Err(GroupError {
                     conditional: Some(0), ..
                 }) => Err(self.why_locked(key).await),
-                Err(GroupError { error, .. }) => Err(error),
+                Err(GroupError { error, .. }) => Err(Refusal::Other(error)),
             });
         }
         held.into_iter()
             .zip(&line_key)
             .map(|(h, &k)| match &verdicts[k] {
                 Ok(()) => Ok(h),
-                Err(e) => Err(copy(e)),
+                Err(e) => Err(e.copy()),
             })
             .collect()
     }
 
-    /// Who holds the lock of `key`, as the error a blocked line reports.
-    async fn why_locked(&self, key: &str) -> Error {
+    /// Who holds the lock of `key`.
+    async fn why_locked(&self, key: &str) -> Refusal {
         match self.lock_of(key).await {
-            Ok(Some(lock)) => Error::Locked {
-                resource: key.to_owned(),
-                run_id: lock.run_id.clone(),
-                caller: lock.caller.clone(),
-                until: lock.until(),
-            },
+            Ok(Some(lock)) => Refusal::Locked(lock),
             // Released between our write and this read: a plain lost race.
-            Ok(None) => Error::JournalConflict {
+            Ok(None) => Refusal::Other(Error::JournalConflict {
                 az_id: super::LOCK_PARTITION.to_owned(),
                 resource: key.to_owned(),
                 source: "the lock was released while this run asked for it".into(),
-            },
-            Err(e) => e,
+            }),
+            Err(e) => Refusal::Other(e),
         }
     }
 
@@ -486,25 +533,36 @@ fn release_write(held: &Held, outcome: &Outcome, now: &str) -> (Option<Write>, O
     }
 }
 
-/// Errors are not cloneable; the lines of one resource share its lock's verdict.
-fn copy(e: &Error) -> Error {
-    match e {
-        Error::Locked {
-            resource,
-            run_id,
-            caller,
-            until,
-        } => Error::Locked {
-            resource: resource.clone(),
-            run_id: run_id.clone(),
-            caller: caller.clone(),
-            until: until.clone(),
-        },
-        Error::JournalConflict { az_id, resource, .. } => Error::JournalConflict {
-            az_id: az_id.clone(),
-            resource: resource.clone(),
-            source: crate::error::describe(e).into(),
-        },
-        other => super::commit::other("dynamodb:TransactWriteItems", &crate::error::describe(other)),
+/// Why a line was not acquired.
+#[derive(Debug)]
+enum Refusal {
+    /// Another run holds the lock.
+    Locked(Lock),
+    /// Anything else (the record changed since the plan, the table, the network).
+    Other(Error),
+}
+
+impl Refusal {
+    /// Errors are not cloneable; the lines of one resource share its lock's verdict.
+    fn copy(&self) -> Refusal {
+        match self {
+            Refusal::Locked(lock) => Refusal::Locked(lock.clone()),
+            Refusal::Other(Error::JournalConflict { az_id, resource, .. }) => Refusal::Other(Error::JournalConflict {
+                az_id: az_id.clone(),
+                resource: resource.clone(),
+                source: self.text().into(),
+            }),
+            Refusal::Other(other) => Refusal::Other(super::commit::other(
+                "dynamodb:TransactWriteItems",
+                &crate::error::describe(other),
+            )),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Refusal::Locked(lock) => format!("locked by run {}", lock.run_id),
+            Refusal::Other(e) => crate::error::describe(e),
+        }
     }
 }

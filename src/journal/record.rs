@@ -19,6 +19,10 @@ pub struct Lock {
     pub caller: String,
     /// The lease's end, in seconds since the Unix epoch (wall clock of the holder).
     pub lease_expires_at: u64,
+    /// The holder's host name (empty: unknown).
+    pub host: String,
+    /// The holder's process ID on that host.
+    pub pid: u32,
 }
 
 impl Lock {
@@ -32,6 +36,27 @@ impl Lock {
     pub fn is_live(&self) -> bool {
         self.lease_expires_at >= epoch_seconds()
     }
+
+    /// Whether the holder is a process of this host that no longer runs: a run that crashed or was
+    /// killed here, whose locks the operator's next run may take over at once instead of waiting
+    /// out the lease. Only judged where the host is known and processes can be seen (`/proc`).
+    pub fn holder_is_gone(&self) -> bool {
+        let here = host_name();
+        let proc = std::path::Path::new("/proc");
+        !here.is_empty()
+            && self.host == here
+            && self.pid != std::process::id()
+            && proc.join("self").exists()
+            && !proc.join(self.pid.to_string()).exists()
+    }
+}
+
+/// This machine's host name (empty when it cannot be read).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_default()
 }
 
 /// Seconds since the Unix epoch, now.
@@ -51,6 +76,8 @@ pub(super) fn lock_item(lock: &Lock) -> HashMap<String, AttributeValue> {
         ("run_id".to_owned(), s(&lock.run_id)),
         ("caller".to_owned(), s(&lock.caller)),
         ("lease_expires_at".to_owned(), n(lock.lease_expires_at)),
+        ("host".to_owned(), s(&lock.host)),
+        ("pid".to_owned(), n(u64::from(lock.pid))),
         ("updated_at".to_owned(), s(&now())),
     ])
 }
@@ -64,6 +91,12 @@ pub(super) fn parse_lock(item: &HashMap<String, AttributeValue>) -> Option<Lock>
         caller: key("caller").unwrap_or_else(|| "?".into()),
         lease_expires_at: item
             .get("lease_expires_at")
+            .and_then(|v| v.as_n().ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default(),
+        host: key("host").unwrap_or_default(),
+        pid: item
+            .get("pid")
             .and_then(|v| v.as_n().ok())
             .and_then(|v| v.parse().ok())
             .unwrap_or_default(),

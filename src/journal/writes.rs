@@ -119,9 +119,9 @@ fn build_err(e: aws_sdk_dynamodb::error::BuildError) -> Error {
 }
 
 /// Take (or take over) the lock of `lock.resource`: only if nobody holds it, its lease has run out
-/// (its holder died), or this run holds it already.
-pub(super) fn lock_write(lock: &Lock, now_epoch: u64) -> Write {
-    Write {
+/// (its holder died), this run holds it already, or it is held by `dead` — a run seen to have died.
+pub(super) fn lock_write(lock: &Lock, now_epoch: u64, dead: Option<&str>) -> Write {
+    let mut write = Write {
         az_id: LOCK_PARTITION.to_owned(),
         resource: lock.resource.clone(),
         kind: WriteKind::Put(lock_item(lock)),
@@ -132,7 +132,12 @@ pub(super) fn lock_write(lock: &Lock, now_epoch: u64) -> Write {
             ("#run".to_owned(), "run_id".to_owned()),
         ]),
         values: HashMap::from([(":now".to_owned(), n(now_epoch)), (":run".to_owned(), s(&lock.run_id))]),
+    };
+    if let Some(dead) = dead {
+        write.condition.push_str(" OR #run = :dead");
+        write.values.insert(":dead".to_owned(), s(dead));
     }
+    write
 }
 
 /// Extend this run's lease on a lock it still holds.
@@ -461,8 +466,11 @@ mod tests {
             run_id: "run".into(),
             caller: "me".into(),
             lease_expires_at: 100,
+            host: "here".into(),
+            pid: 1,
         };
-        assert_well_formed(&lock_write(&lock, 50));
+        assert_well_formed(&lock_write(&lock, 50, None));
+        assert_well_formed(&lock_write(&lock, 50, Some("dead-run")));
         assert_well_formed(&renew_write("arn:web", "run", 200));
         assert_well_formed(&unlock_write("arn:web", "run"));
     }

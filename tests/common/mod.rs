@@ -265,8 +265,26 @@ pub fn sorted(groups: &BTreeMap<String, Vec<String>>) -> BTreeMap<String, Vec<St
         .collect()
 }
 
-/// Every item of the journal table (empty when the table does not exist).
+/// The journal records (lock items left out; empty when the table does not exist).
 pub async fn journal_items(sdk: &SdkConfig) -> Vec<HashMap<String, AttributeValue>> {
+    table_items(sdk)
+        .await
+        .into_iter()
+        .filter(|item| attr_s(item, "az_id") != azevac::journal::LOCK_PARTITION)
+        .collect()
+}
+
+/// The per-resource lock items in the journal table.
+pub async fn lock_items(sdk: &SdkConfig) -> Vec<HashMap<String, AttributeValue>> {
+    table_items(sdk)
+        .await
+        .into_iter()
+        .filter(|item| attr_s(item, "az_id") == azevac::journal::LOCK_PARTITION)
+        .collect()
+}
+
+/// Every item of the journal table, records and locks (empty when the table does not exist).
+pub async fn table_items(sdk: &SdkConfig) -> Vec<HashMap<String, AttributeValue>> {
     let scanned = aws_sdk_dynamodb::Client::new(sdk)
         .scan()
         .table_name(TABLE)
