@@ -1,12 +1,13 @@
 //! A fault-injecting HTTP proxy between azevac and moto: it counts and names every AWS call, and on
 //! request adds latency, answers throttling / 5xx / access-denied errors in each protocol's own
-//! format, drops connections, fails chosen calls, or SIGKILLs the azevac process at the Nth call.
+//! format, drops connections, fails chosen calls, SIGKILLs the azevac process at the Nth call, or
+//! holds one chosen call back until the test releases it (to interleave two processes exactly).
 //! It runs on its own thread and runtime, so tests can block on the binary while it serves.
 
 use std::net::SocketAddr;
 use std::process::Child;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, Response, StatusCode};
@@ -66,14 +67,43 @@ pub struct Faults {
     pub kill_at: Option<(usize, KillWhen)>,
 }
 
+/// One call to park before it is forwarded, until [`Proxy::release`]; every other call (of the same
+/// process too) keeps flowing.
+#[derive(Debug, Clone, Default)]
+pub struct Hold {
+    /// Only calls with this label (`service:Action`) are counted; `None`: every call.
+    pub label: Option<String>,
+    /// Only calls whose body contains this are counted (empty: all).
+    pub body_contains: String,
+    /// Park the nth counted call (1-based) since the hold was set.
+    pub nth: usize,
+}
+
+/// Where the hold stands.
+#[derive(Default)]
+struct Holding {
+    rule: Option<Hold>,
+    /// Calls counted against the rule so far.
+    seen: usize,
+    /// The label of the parked call, once parked.
+    parked: Option<String>,
+    /// Wakes the parked call; taken by `release`.
+    wake: Option<futures::channel::oneshot::Sender<()>>,
+}
+
 #[derive(Default)]
 struct State {
     faults: Faults,
     calls: Vec<String>,
+    /// The body of each call in `calls`.
+    bodies: Vec<String>,
+    /// Calls being handled now (a parked one included).
+    in_flight: usize,
     injected: usize,
     rng: u64,
     child: Option<Arc<Mutex<Child>>>,
     killed: bool,
+    hold: Holding,
 }
 
 /// A running proxy.
@@ -83,6 +113,8 @@ pub struct Proxy {
     /// The ARC zonal shift API the proxy answers itself (the emulator has none).
     pub arc: Arc<Mutex<FakeArc>>,
     state: Arc<Mutex<State>>,
+    /// Signalled when the hold parks a call, and when a call ends.
+    parked: Arc<Condvar>,
 }
 
 impl Proxy {
@@ -97,6 +129,8 @@ impl Proxy {
         let shared = state.clone();
         let arc = Arc::new(Mutex::new(FakeArc::default()));
         let fake = arc.clone();
+        let parked = Arc::new(Condvar::new());
+        let signal = parked.clone();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -109,8 +143,8 @@ impl Proxy {
                 let client: Client<_, Body> = Client::builder(TokioExecutor::new()).build_http();
                 let app = axum::Router::new().fallback(move |req: Request<Body>| {
                     let (state, client, upstream) = (shared.clone(), client.clone(), upstream.clone());
-                    let fake = fake.clone();
-                    async move { handle(state, fake, client, &upstream, req).await }
+                    let (fake, signal) = (fake.clone(), signal.clone());
+                    async move { handle(state, signal, fake, client, &upstream, req).await }
                 });
                 axum::serve(listener, app).await.expect("serve");
             });
@@ -120,16 +154,84 @@ impl Proxy {
             endpoint: format!("http://{addr}"),
             arc,
             state,
+            parked,
         }
     }
 
-    /// Replace the faults, and forget the calls seen so far.
+    /// Replace the faults, and forget the calls seen so far (and any hold: a parked call is released).
     pub fn set(&self, faults: Faults) {
         let mut state = self.state.lock().expect("state");
         state.faults = faults;
         state.calls.clear();
+        state.bodies.clear();
         state.injected = 0;
         state.killed = false;
+        release_parked(&mut state);
+        state.hold = Holding::default();
+    }
+
+    /// Park the call `hold` picks before it is forwarded, until [`Proxy::release`]. Replaces an
+    /// earlier hold (releasing its parked call, if any) and starts counting from zero.
+    pub fn hold(&self, hold: Hold) {
+        assert!(hold.nth >= 1, "Hold::nth is 1-based");
+        let mut state = self.state.lock().expect("state");
+        release_parked(&mut state);
+        state.hold = Holding {
+            rule: Some(hold),
+            ..Holding::default()
+        };
+    }
+
+    /// Block until the hold has parked a call, and return its label; `None` after `timeout`, or as
+    /// soon as `child` (the process whose call is awaited, if given) has exited without it.
+    pub fn wait_held(&self, mut child: Option<&mut Child>, timeout: Duration) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.state.lock().expect("state");
+        loop {
+            if let Some(label) = &state.hold.parked {
+                return Some(label.clone());
+            }
+            if let Some(child) = child.as_deref_mut() {
+                if child.try_wait().expect("try_wait").is_some() {
+                    return None;
+                }
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            // Wakes on the park at once; the short bound only serves to notice an exited child.
+            let step = (deadline - now).min(Duration::from_millis(20));
+            state = self.parked.wait_timeout(state, step).expect("state").0;
+        }
+    }
+
+    /// Block until no call but the parked one is in flight, so that the calls the process sent
+    /// concurrently with the parked one have all been answered before the test goes on (their
+    /// order varies from run to run; this makes the pause the same point every time); `false`
+    /// after `timeout`.
+    pub fn wait_quiet(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.state.lock().expect("state");
+        loop {
+            let parked = usize::from(state.hold.parked.is_some() && state.hold.wake.is_some());
+            if state.in_flight <= parked {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            state = self.parked.wait_timeout(state, deadline - now).expect("state").0;
+        }
+    }
+
+    /// Forward the parked call exactly as it came, and let every later call through; the hold is
+    /// spent (a call not parked yet never will be).
+    pub fn release(&self) {
+        let mut state = self.state.lock().expect("state");
+        release_parked(&mut state);
+        state.hold.rule = None;
     }
 
     /// The process to SIGKILL at `kill_at`.
@@ -140,6 +242,12 @@ impl Proxy {
     /// The calls seen since the last `set`, as `service:Action`.
     pub fn calls(&self) -> Vec<String> {
         self.state.lock().expect("state").calls.clone()
+    }
+
+    /// The calls seen since the last `set`, as (`service:Action`, request body).
+    pub fn requests(&self) -> Vec<(String, String)> {
+        let state = self.state.lock().expect("state");
+        state.calls.iter().cloned().zip(state.bodies.iter().cloned()).collect()
     }
 
     /// How many faults were injected since the last `set`.
@@ -161,11 +269,13 @@ enum Decision {
 
 async fn handle(
     state: Arc<Mutex<State>>,
+    parked: Arc<Condvar>,
     fake: Arc<Mutex<FakeArc>>,
     client: Client<hyper_util::client::legacy::connect::HttpConnector, Body>,
     upstream: &str,
     req: Request<Body>,
 ) -> Response<Body> {
+    let _in_flight = InFlight::enter(&state, &parked);
     let (parts, body) = req.into_parts();
     let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
     let text = String::from_utf8_lossy(&bytes).into_owned();
@@ -178,10 +288,12 @@ async fn handle(
     };
     let label = format!("{service}:{action}");
 
-    let (decision, latency) = {
+    let (decision, latency, held) = {
         let mut st = state.lock().expect("state");
         st.calls.push(label.clone());
+        st.bodies.push(text.clone());
         let n = st.calls.len();
+        let held = park(&mut st, &label, &text);
         let latency = st.faults.latency;
         let decision = match st.faults.kill_at {
             Some((at, when)) if at == n => {
@@ -213,8 +325,13 @@ async fn handle(
                 }
             }
         };
-        (decision, latency)
+        (decision, latency, held)
     };
+    if let Some(wake) = held {
+        parked.notify_all();
+        // Woken by `release` (or a new hold or `set`, which release it too).
+        let _ = wake.await;
+    }
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
@@ -263,6 +380,56 @@ async fn handle(
             }
             response
         }
+    }
+}
+
+/// Counts a call in flight while it lives (a call whose client went away is dropped, and leaves).
+struct InFlight {
+    state: Arc<Mutex<State>>,
+    changed: Arc<Condvar>,
+}
+
+impl InFlight {
+    fn enter(state: &Arc<Mutex<State>>, changed: &Arc<Condvar>) -> InFlight {
+        state.lock().expect("state").in_flight += 1;
+        InFlight {
+            state: state.clone(),
+            changed: changed.clone(),
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.in_flight -= 1;
+        }
+        self.changed.notify_all();
+    }
+}
+
+/// Count this call against the hold; if it is the one to park, record it and return what wakes it.
+fn park(state: &mut State, label: &str, body: &str) -> Option<futures::channel::oneshot::Receiver<()>> {
+    let hold = &mut state.hold;
+    let rule = hold.rule.as_ref()?;
+    if hold.parked.is_some() || rule.label.as_deref().is_some_and(|l| l != label) || !body.contains(&rule.body_contains)
+    {
+        return None;
+    }
+    hold.seen += 1;
+    if hold.seen != rule.nth {
+        return None;
+    }
+    let (wake, woken) = futures::channel::oneshot::channel();
+    hold.parked = Some(label.to_owned());
+    hold.wake = Some(wake);
+    Some(woken)
+}
+
+/// Let the parked call (if any) go on.
+fn release_parked(state: &mut State) {
+    if let Some(wake) = state.hold.wake.take() {
+        let _ = wake.send(());
     }
 }
 

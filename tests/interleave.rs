@@ -1,0 +1,656 @@
+//! Two azevac processes interleaved exactly (issue 12): the proxy parks one chosen call of the
+//! first process (`Proxy::hold`), the test waits until it is parked and the first process's other
+//! calls are answered (`Proxy::wait_held`, `Proxy::wait_quiet`: the only synchronisation, no
+//! sleeps, a bound on every wait), runs a second command to completion straight against moto,
+//! releases the parked call (`Proxy::release`), and lets the first finish.
+//!
+//! What is proved, for every interleaving tried:
+//! - No removed subnet is ever forgotten: at the pause (before and after the second command) and
+//!   once both are done, every subnet a resource had at the start and lacks now is in
+//!   `removed_subnets` of some journal record (any zone) of that resource. Journal records are the
+//!   items with a `resource_type` attribute; lock items (`az_id = "#lock"`) are ignored here.
+//! - No evacuation is silently undone: once both are done, no resource has a subnet that one of
+//!   its records in state `done` says was taken.
+//! - After `recover --yes` for every zone (run twice when the first exits 1) every resource is
+//!   exactly as at the start, subnets in their original order (only membership for a resource
+//!   seen journalled in two zones: a record knows the order of the subnets it saw, no more), and
+//!   the table holds no items at all, records or locks.
+//!
+//! The `issue_12_*` tests replay the two known paths; `interleaving_sweep` parks each call of the
+//! first command in turn, for four pairs of commands. Exit codes are free (the loser of a race
+//! may exit 1) except where a test says otherwise: the invariants decide.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Seek};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use aws_config::SdkConfig;
+use common::estate::{self, AsgSpec, Seeded, Spec, VpcSpec};
+use common::proxy::{Faults, Hold, Proxy};
+use common::{attr_list, attr_s, azevac, command, journal_items, snapshot, Moto, Run, Snapshot, ZONE};
+
+const AZ1: &str = "use1-az1";
+const AZ3: &str = "use1-az3";
+/// The longest a parked call is waited for.
+const HOLD_WAIT: Duration = Duration::from_secs(30);
+/// The longest any azevac run is waited for (a second command blocking on the parked first one
+/// would be a failure of its own).
+const RUN_WAIT: Duration = Duration::from_secs(60);
+
+/// Four groups in three zones: `a` and `d` in all three, `b` in use1-az2 and use1-az3 only (one
+/// evacuation leaves it a single subnet), `c` not in use1-az2.
+fn estate() -> Spec {
+    let asg = |name: &str, z: &[&str]| AsgSpec {
+        name: name.into(),
+        vpc: "main".into(),
+        zones: z.iter().map(|z| z.to_string()).collect(),
+        desired: 0,
+        tags: BTreeMap::new(),
+    };
+    Spec {
+        vpcs: vec![VpcSpec {
+            name: "main".into(),
+            cidr: "10.70.0.0/16".into(),
+            zones: vec![AZ1.into(), ZONE.into(), AZ3.into()],
+        }],
+        auto_scaling_groups: vec![
+            asg("a", &[AZ1, ZONE, AZ3]),
+            asg("b", &[ZONE, AZ3]),
+            asg("c", &[AZ3, AZ1]),
+            asg("d", &[AZ1, ZONE, AZ3]),
+        ],
+        ..Spec::default()
+    }
+}
+
+/// A fresh estate: moto reset and seeded. Returns what was seeded and a watch from the start.
+async fn fresh(moto: &Moto, sdk: &SdkConfig) -> (Seeded, Watch) {
+    moto.reset();
+    let seeded = estate::seed(sdk, &estate()).await;
+    let original = snapshot(sdk).await;
+    (
+        seeded,
+        Watch {
+            original,
+            zones: BTreeMap::new(),
+        },
+    )
+}
+
+/// Evacuate one group (by name prefix) from one zone, unpaused, straight to moto.
+fn evacuate_one(moto: &Moto, az_id: &str, group: &str) {
+    azevac(
+        moto,
+        &[
+            "evacuate",
+            "--az-id",
+            az_id,
+            "--type",
+            "asg",
+            "--name-prefix",
+            group,
+            "--yes",
+        ],
+    )
+    .expect_code(0);
+}
+
+/// A hold on the Auto Scaling group update of one group.
+fn update_of(group: &str) -> Hold {
+    Hold {
+        label: Some("autoscaling:UpdateAutoScalingGroup".into()),
+        body_contains: format!("AutoScalingGroupName={group}&"),
+        nth: 1,
+    }
+}
+
+/// An azevac process running in the background, its output going to files.
+struct Running {
+    child: Child,
+    stdout: std::fs::File,
+    stderr: std::fs::File,
+}
+
+impl Running {
+    fn start(endpoint: &str, args: &[&str]) -> Running {
+        let (stdout, stderr) = (
+            tempfile::tempfile().expect("tempfile"),
+            tempfile::tempfile().expect("tempfile"),
+        );
+        let child = command(endpoint, args, &[])
+            .stdout(Stdio::from(stdout.try_clone().expect("clone")))
+            .stderr(Stdio::from(stderr.try_clone().expect("clone")))
+            .spawn()
+            .expect("spawn azevac");
+        Running { child, stdout, stderr }
+    }
+
+    /// Wait for the exit, at most `timeout` (then kill it and return `None`).
+    fn finish(mut self, timeout: Duration) -> Option<Run> {
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return None;
+            }
+            // Polls the exit only; it orders nothing between the processes.
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let read = |file: &mut std::fs::File| {
+            let mut text = String::new();
+            file.rewind().expect("rewind");
+            file.read_to_string(&mut text).expect("read output");
+            text
+        };
+        Some(Run {
+            code: status.code().unwrap_or(-1),
+            stdout: read(&mut self.stdout),
+            stderr: read(&mut self.stderr),
+        })
+    }
+}
+
+impl Drop for Running {
+    /// A test that panics leaves no process behind.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Run to completion, straight to moto, within [`RUN_WAIT`]; `what` names it in the problem.
+fn run_bounded(moto: &Moto, args: &[&str], what: &str, problems: &mut Vec<String>) -> Option<Run> {
+    let run = Running::start(&moto.endpoint, args).finish(RUN_WAIT);
+    if run.is_none() {
+        problems.push(format!("{what}: {args:?} did not finish within {RUN_WAIT:?}"));
+    }
+    run
+}
+
+/// The estate at the start, and the zones each resource was seen journalled in since.
+struct Watch {
+    original: Snapshot,
+    /// AZ IDs of the records seen per resource name: a resource evacuated from two zones keeps
+    /// only its membership through recovery (a record knows the order only of the subnets it saw).
+    zones: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Watch {
+    /// Every subnet a resource had at the start, lacks now, and no journal record of it holds.
+    async fn forgotten(&mut self, sdk: &SdkConfig) -> Vec<String> {
+        let now = snapshot(sdk).await;
+        let mut journalled: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for item in journal_items(sdk)
+            .await
+            .iter()
+            .filter(|i| i.contains_key("resource_type"))
+        {
+            let name = attr_s(item, "resource_name");
+            self.zones
+                .entry(name.clone())
+                .or_default()
+                .insert(attr_s(item, "az_id"));
+            journalled
+                .entry(name)
+                .or_default()
+                .extend(attr_list(item, "removed_subnets"));
+        }
+        let (before, after) = (subnet_lists(&self.original), subnet_lists(&now));
+        let mut lost = Vec::new();
+        for (name, subnets) in &before {
+            let live = after.get(name).cloned().unwrap_or_default();
+            for subnet in subnets.iter().filter(|s| !live.contains(s)) {
+                if !journalled.get(name).is_some_and(|j| j.contains(subnet)) {
+                    lost.push(format!(
+                        "forgotten: {name} lacks {subnet} and no record holds it (live {live:?})"
+                    ));
+                }
+            }
+        }
+        lost
+    }
+
+    /// Every subnet a resource has again although a record in state done says it was taken: an
+    /// evacuation that reported done was silently undone (a planned list written over it).
+    async fn undone(&self, sdk: &SdkConfig) -> Vec<String> {
+        let live = subnet_lists(&snapshot(sdk).await);
+        let mut undone = Vec::new();
+        for item in journal_items(sdk).await.iter().filter(|i| attr_s(i, "state") == "done") {
+            let name = attr_s(item, "resource_name");
+            let subnets = live.get(&name).cloned().unwrap_or_default();
+            for subnet in attr_list(item, "removed_subnets")
+                .iter()
+                .filter(|s| subnets.contains(s))
+            {
+                undone.push(format!(
+                    "undone: {name} has {subnet} again, though its done record in {} says it was taken",
+                    attr_s(item, "az_id")
+                ));
+            }
+        }
+        undone
+    }
+
+    /// `recover --yes` for every zone (again if the first exits 1), then: every resource exactly as
+    /// at the start (in the original order, unless it was seen journalled in two zones: then its
+    /// membership), and no item at all in the table.
+    async fn recover_all_exactly(&mut self, moto: &Moto, sdk: &SdkConfig) -> Vec<String> {
+        let mut found = self.forgotten(sdk).await;
+        found.extend(self.undone(sdk).await);
+        let mut problems: Vec<String> = found
+            .into_iter()
+            .map(|l| format!("before the final recover: {l}"))
+            .collect();
+        let recover = ["recover", "--yes"];
+        if let Some(run) = run_bounded(moto, &recover, "final recover", &mut problems) {
+            if run.code == 1 {
+                run_bounded(moto, &recover, "final recover (again)", &mut problems);
+            }
+        }
+        let now = subnet_lists(&snapshot(sdk).await);
+        for (name, subnets) in &subnet_lists(&self.original) {
+            let live = now.get(name).cloned().unwrap_or_default();
+            let (mut a, mut b) = (live.clone(), subnets.clone());
+            a.sort();
+            b.sort();
+            let zones = self.zones.get(name).map(BTreeSet::len).unwrap_or_default();
+            if a != b {
+                problems.push(format!(
+                    "not restored: after recover {name} is {live:?}, was {subnets:?}"
+                ));
+            } else if &live != subnets && zones < 2 {
+                problems.push(format!("order: after recover {name} is {live:?}, was {subnets:?}"));
+            }
+        }
+        let items = journal_items(sdk).await;
+        if !items.is_empty() {
+            let keys: Vec<String> = items
+                .iter()
+                .map(|i| format!("{}/{}", attr_s(i, "az_id"), attr_s(i, "resource")))
+                .collect();
+            problems.push(format!("items left: {} after recover: {keys:?}", items.len()));
+        }
+        problems
+    }
+}
+
+/// Every resource's subnets by name: groups, services, functions.
+fn subnet_lists(snapshot: &Snapshot) -> BTreeMap<String, Vec<String>> {
+    let (groups, services, functions) = snapshot;
+    groups
+        .iter()
+        .map(|(n, v)| (n.clone(), v.clone()))
+        .chain(services.iter().map(|(n, v)| (n.clone(), v.0.clone())))
+        .chain(functions.iter().map(|(n, v)| (n.clone(), v.0.clone())))
+        .collect()
+}
+
+/// Park `hold` in `first` (through the proxy), run `second` to completion while it is parked,
+/// release, and let `first` finish. Checks the invariant at the pause, before and after `second`
+/// ([`Watch::recover_all_exactly`] checks it once `first` is done). Returns the label of the
+/// parked call (`None`: never reached), the second run and the problems found.
+async fn interleave(
+    moto: &Moto,
+    proxy: &Proxy,
+    sdk: &SdkConfig,
+    watch: &mut Watch,
+    hold: Hold,
+    first: &[&str],
+    second: &[&str],
+) -> (Option<String>, Option<Run>, Vec<String>) {
+    let mut problems = Vec::new();
+    proxy.set(Faults::default());
+    proxy.hold(hold.clone());
+    let mut running = Running::start(&proxy.endpoint, first);
+    let Some(label) = proxy.wait_held(Some(&mut running.child), HOLD_WAIT) else {
+        proxy.release();
+        if running.finish(RUN_WAIT).is_none() {
+            problems.push(format!("{first:?} did not finish within {RUN_WAIT:?}"));
+        }
+        return (None, None, problems);
+    };
+    if !proxy.wait_quiet(HOLD_WAIT) {
+        problems.push(format!(
+            "{first:?}: calls beside the parked {label} still unanswered after {HOLD_WAIT:?}"
+        ));
+    }
+    let at =
+        |when: &str, lost: Vec<String>| -> Vec<String> { lost.into_iter().map(|l| format!("{when}: {l}")).collect() };
+    problems.extend(at(&format!("parked at {label}"), watch.forgotten(sdk).await));
+    let run = run_bounded(moto, second, "second command", &mut problems);
+    problems.extend(at(
+        &format!("parked at {label}, after the second command"),
+        watch.forgotten(sdk).await,
+    ));
+    proxy.release();
+    if running.finish(RUN_WAIT).is_none() {
+        problems.push(format!(
+            "{first:?} did not finish within {RUN_WAIT:?} after the release"
+        ));
+    }
+    (Some(label), run, problems)
+}
+
+/// Panic with every problem, one per line, unless there are none.
+fn assert_none(problems: &[String]) {
+    assert!(
+        problems.is_empty(),
+        "{} problem(s):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+/// The JSON line of `name` in a run's `--output json` document.
+fn line_of(run: &Run, name: &str) -> serde_json::Value {
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_default();
+    doc["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|i| i["name"] == name))
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_12_path_1_recover_leaves_a_live_write_ahead_alone() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk(&moto).await;
+    let (_, mut watch) = fresh(&moto, &sdk).await;
+    // A has written its intent records and changed a, d; b's change is parked.
+    let (reached, recovered, mut problems) = interleave(
+        &moto,
+        &proxy,
+        &sdk,
+        &mut watch,
+        update_of("b"),
+        &["evacuate", "--az-id", ZONE, "--type", "asg", "--yes"],
+        &["recover", "--az-id", ZONE, "--type", "asg", "--yes", "--output", "json"],
+    )
+    .await;
+    assert!(reached.is_some(), "A never sent b's UpdateAutoScalingGroup");
+    if let Some(run) = &recovered {
+        let b = line_of(run, "b");
+        let reason = b["reason"].as_str().unwrap_or_default();
+        if b["status"] != "skipped" || !reason.contains("being changed by run") {
+            problems.push(format!(
+                "recover did not leave b alone while A was changing it: {} {reason:?}",
+                b["status"]
+            ));
+        }
+        if run.code != 1 {
+            problems.push(format!("recover exited {}, expected 1 (a line skipped)", run.code));
+        }
+    }
+    problems.extend(watch.recover_all_exactly(&moto, &sdk).await);
+    assert_none(&problems);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_12_path_2_a_planned_list_never_overwrites_a_later_change() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk(&moto).await;
+    let x = ["evacuate", "--az-id", AZ3, "--type", "asg", "--yes"];
+    let y = ["recover", "--az-id", ZONE, "--type", "asg", "--yes"];
+    let mut problems = Vec::new();
+
+    // X parked at its change of a: planned from [a1, a3] while Y puts a2 back.
+    let (_, mut watch) = fresh(&moto, &sdk).await;
+    azevac(&moto, &["evacuate", "--az-id", ZONE, "--yes"]).expect_code(0);
+    let (reached, _, found) = interleave(&moto, &proxy, &sdk, &mut watch, update_of("a"), &x, &y).await;
+    assert!(reached.is_some(), "X never sent a's UpdateAutoScalingGroup");
+    problems.extend(found.into_iter().map(|p| format!("X parked at a's update: {p}")));
+    let found = watch.recover_all_exactly(&moto, &sdk).await;
+    problems.extend(found.into_iter().map(|p| format!("X parked at a's update: {p}")));
+
+    // X parked after planning, before any write: find that call in an unpaused run.
+    fresh(&moto, &sdk).await;
+    azevac(&moto, &["evacuate", "--az-id", ZONE, "--yes"]).expect_code(0);
+    proxy.set(Faults::default());
+    common::azevac_at(&proxy.endpoint, &x, &[]).expect_code(0);
+    let hold = after_planning(&proxy.calls());
+    eprintln!("interleave: X parked at its first DynamoDB call after discovery: {hold:?}");
+
+    let (seeded, mut watch) = fresh(&moto, &sdk).await;
+    azevac(&moto, &["evacuate", "--az-id", ZONE, "--yes"]).expect_code(0);
+    let (reached, _, found) = interleave(&moto, &proxy, &sdk, &mut watch, hold, &x, &y).await;
+    assert!(reached.is_some(), "X never reached the call after planning");
+    problems.extend(found.into_iter().map(|p| format!("X parked after planning: {p}")));
+    let a = snapshot(&sdk).await.0["a"].clone();
+    let expected = vec![seeded.subnet("main", AZ1), seeded.subnet("main", ZONE)];
+    if a != expected {
+        problems.push(format!(
+            "X parked after planning: X should take only use1-az3's subnet from the live [a1, a2, a3]: \
+             a is {a:?}, expected {expected:?}"
+        ));
+    }
+    let found = watch.recover_all_exactly(&moto, &sdk).await;
+    problems.extend(found.into_iter().map(|p| format!("X parked after planning: {p}")));
+    assert_none(&problems);
+}
+
+/// The hold on the first DynamoDB call after discovery (the zone's journal read, the groups and
+/// the subnets) in `calls` of an unpaused evacuation: as (label, its occurrence), which does not
+/// depend on how the concurrent discovery calls happened to be ordered.
+fn after_planning(calls: &[String]) -> Hold {
+    let first = |label: &str| {
+        calls
+            .iter()
+            .position(|c| c == label)
+            .unwrap_or_else(|| panic!("no {label} in {calls:?}"))
+    };
+    let discovered = first("autoscaling:DescribeAutoScalingGroups")
+        .max(first("ec2:DescribeSubnets"))
+        .max(first("dynamodb:Query"));
+    let at = discovered
+        + 1
+        + calls[discovered + 1..]
+            .iter()
+            .position(|c| c.starts_with("dynamodb:"))
+            .unwrap_or_else(|| panic!("no DynamoDB call after discovery in {calls:?}"));
+    let writes = ["dynamodb:TransactWriteItems", "dynamodb:PutItem", "dynamodb:UpdateItem"];
+    assert!(
+        !calls[..at]
+            .iter()
+            .any(|c| writes.contains(&c.as_str()) || c == "autoscaling:UpdateAutoScalingGroup"),
+        "a write before call {} in {calls:?}",
+        at + 1
+    );
+    let label = calls[at].clone();
+    Hold {
+        nth: calls[..=at].iter().filter(|c| **c == label).count(),
+        label: Some(label),
+        body_contains: String::new(),
+    }
+}
+
+/// A hold on call `k` (1-based) of `calls` (an unpaused run's requests) that picks the same point
+/// in another run however its concurrent calls happen to be ordered: its label's nth occurrence,
+/// and for a group's update, that group's (each group is its own line, run concurrently).
+fn nth_call(calls: &[(String, String)], k: usize) -> Hold {
+    let (label, body) = &calls[k - 1];
+    let body_contains = if label == "autoscaling:UpdateAutoScalingGroup" {
+        let name = body
+            .split('&')
+            .find(|kv| kv.starts_with("AutoScalingGroupName="))
+            .expect("a group name in UpdateAutoScalingGroup");
+        format!("{name}&")
+    } else {
+        String::new()
+    };
+    Hold {
+        nth: calls[..k]
+            .iter()
+            .filter(|(l, b)| l == label && b.contains(&body_contains))
+            .count(),
+        label: Some(label.clone()),
+        body_contains,
+    }
+}
+
+/// What kind of violation a problem line reports, for the sweep's counts.
+fn kind(problem: &str) -> &'static str {
+    if problem.contains("undone:") {
+        "undone"
+    } else if problem.contains("forgotten:") {
+        if problem.contains("before the final recover:") {
+            "forgotten (both done)"
+        } else {
+            "forgotten (at the pause)"
+        }
+    } else if problem.contains("not restored:") {
+        "not restored"
+    } else if problem.contains("order:") {
+        "order"
+    } else if problem.contains("items left:") {
+        "items left"
+    } else if problem.contains("did not finish") {
+        "timed out"
+    } else {
+        "other"
+    }
+}
+
+/// One pair of the sweep: `first` is parked at each of its calls in turn while `second` runs.
+struct Pair {
+    name: &'static str,
+    first: &'static [&'static str],
+    /// `PLAN` stands for the recover plan saved before `first` starts.
+    second: &'static [&'static str],
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interleaving_sweep() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk(&moto).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan_path = dir.path().join("recover-az2.json");
+    let plan_file = plan_path.to_str().expect("utf-8 path");
+    let evacuate_az2: &[&str] = &["evacuate", "--az-id", ZONE, "--type", "asg", "--yes"];
+    let evacuate_az3: &[&str] = &["evacuate", "--az-id", AZ3, "--type", "asg", "--yes"];
+    let recover_az2: &[&str] = &["recover", "--az-id", ZONE, "--type", "asg", "--yes"];
+    let pairs = [
+        Pair {
+            name: "evacuate az2 | recover az2",
+            first: evacuate_az2,
+            second: recover_az2,
+        },
+        Pair {
+            name: "evacuate az2 | evacuate az3",
+            first: evacuate_az2,
+            second: evacuate_az3,
+        },
+        Pair {
+            name: "evacuate az3 | recover az2",
+            first: evacuate_az3,
+            second: recover_az2,
+        },
+        Pair {
+            name: "evacuate az3 | apply recover-az2 plan",
+            first: evacuate_az3,
+            second: &["apply", "PLAN", "--yes"],
+        },
+    ];
+    // Every estate starts with d already evacuated from use1-az2 (a done record), so that every
+    // pair also meets a record written before it began; for the recover pairs it is what makes
+    // the second command put something back that the first one plans around.
+    let setup = |save_plan: bool| {
+        let (moto, sdk) = (&moto, &sdk);
+        async move {
+            let (_, watch) = fresh(moto, sdk).await;
+            evacuate_one(moto, ZONE, "d");
+            if save_plan {
+                let saved = azevac(
+                    moto,
+                    &[
+                        "recover",
+                        "--az-id",
+                        ZONE,
+                        "--type",
+                        "asg",
+                        "--dry-run",
+                        "--output",
+                        "json",
+                    ],
+                )
+                .expect_code(0);
+                std::fs::write(Path::new(plan_file), &saved.stdout).expect("write plan");
+            }
+            watch
+        }
+    };
+    let started = Instant::now();
+    let (mut tried_all, mut held_all) = (0, 0);
+    let mut problems = Vec::new();
+    for pair in &pairs {
+        let second: Vec<&str> = pair
+            .second
+            .iter()
+            .map(|a| if *a == "PLAN" { plan_file } else { a })
+            .collect();
+        let apply = pair.second.contains(&"PLAN");
+        // Unpaused, one after the other: the number of calls to park, and the baseline.
+        let mut watch = setup(apply).await;
+        proxy.set(Faults::default());
+        common::azevac_at(&proxy.endpoint, pair.first, &[]);
+        let calls = proxy.requests();
+        let mut baseline = watch.forgotten(&sdk).await;
+        run_bounded(&moto, &second, "second command", &mut baseline);
+        baseline.extend(watch.recover_all_exactly(&moto, &sdk).await);
+        problems.extend(baseline.into_iter().map(|p| format!("{}: unpaused: {p}", pair.name)));
+
+        let (mut tried, mut held, mut violated) = (0, 0, 0);
+        let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+        // Every call of the first command: the sweep stays small (12 to 14 calls a command).
+        for k in 1..=calls.len() {
+            let mut watch = setup(apply).await;
+            let hold = nth_call(&calls, k);
+            tried += 1;
+            let (reached, _, mut found) = interleave(&moto, &proxy, &sdk, &mut watch, hold, pair.first, &second).await;
+            let Some(label) = reached else {
+                eprintln!("interleave: {}: call {k} not reached", pair.name);
+                problems.extend(found.into_iter().map(|p| format!("{}: call {k}: {p}", pair.name)));
+                continue;
+            };
+            held += 1;
+            found.extend(watch.recover_all_exactly(&moto, &sdk).await);
+            if !found.is_empty() {
+                violated += 1;
+                for p in &found {
+                    *kinds.entry(kind(p)).or_default() += 1;
+                }
+                problems.extend(
+                    found
+                        .into_iter()
+                        .map(|p| format!("{}: parked at call {k} ({label}): {p}", pair.name)),
+                );
+            }
+        }
+        eprintln!(
+            "interleave: {}: tried {tried}, held {held}, interleavings with violations {violated} {kinds:?}",
+            pair.name
+        );
+        tried_all += tried;
+        held_all += held;
+    }
+    eprintln!(
+        "interleave: tried {tried_all}, held {held_all} in {:?}",
+        started.elapsed()
+    );
+    if held_all != tried_all {
+        problems.push(format!("only {held_all} of {tried_all} calls were parked"));
+    }
+    assert_none(&problems);
+}
