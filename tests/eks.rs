@@ -421,3 +421,157 @@ async fn a_saved_node_plan_applies_with_its_own_mode() {
     let stale = apply().expect_code(2);
     assert!(stale.stderr.contains(AZ2_NODES[0]), "{}", stale.stderr);
 }
+
+/// The journal records of the nodes, by node name: (actions, state).
+async fn node_records(setup: &Setup) -> std::collections::BTreeMap<String, (Vec<String>, String)> {
+    journal_items(&aws_sdk(setup).await)
+        .await
+        .iter()
+        .filter(|i| attr_s(i, "resource_type") == "eks")
+        .map(|i| {
+            let resource = attr_s(i, "resource");
+            let node = resource.rsplit('/').next().unwrap_or_default().to_owned();
+            (node, (attr_list(i, "actions"), attr_s(i, "state")))
+        })
+        .collect()
+}
+
+/// The plan or result line of a node, from `--output json`.
+fn node_line<'a>(doc: &'a Value, node: &str) -> &'a Value {
+    doc["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["type"] == "eks" && i["resource"].as_str().is_some_and(|r| r.ends_with(node)))
+        .unwrap_or_else(|| panic!("no line for {node} in {doc}"))
+}
+
+/// Issue 12: a `noschedule` run over nodes a `drain` run cordoned kept only its own taint in the
+/// record, so `recover` removed the taint and left the nodes cordoned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_12_a_noschedule_rerun_keeps_the_cordon_of_a_drain() {
+    let setup = Setup::new(standard_cluster());
+    let before: Vec<(Vec<String>, bool)> = AZ2_NODES
+        .iter()
+        .map(|n| (taint_keys(&setup.node(n)), cordoned(&setup.node(n))))
+        .collect();
+    assert!(before.iter().all(|(_, c)| !c), "no node is cordoned to begin with");
+
+    setup
+        .run(&["evacuate", "--az-id", ZONE, "--k8s-mode", "drain", "--yes"])
+        .expect_code(0);
+    let drained = node_records(&setup).await;
+    for name in AZ2_NODES {
+        assert!(cordoned(&setup.node(name)), "{name}");
+        assert_eq!(drained[name].0, ["cordon"], "{name}");
+    }
+
+    setup
+        .run(&["evacuate", "--az-id", ZONE, "--k8s-mode", "noschedule", "--yes"])
+        .expect_code(0);
+    let records = node_records(&setup).await;
+    for name in AZ2_NODES {
+        let node = setup.node(name);
+        assert!(cordoned(&node), "{name}");
+        assert!(
+            taint_keys(&node).contains(&"azevac.io/evacuated:NoSchedule".to_string()),
+            "{name}"
+        );
+        let actions = &records[name].0;
+        assert!(
+            actions.iter().any(|a| a == "cordon") && actions.iter().any(|a| a.starts_with("taint:")),
+            "{name}: the record keeps the drain's cordon and adds the taint: {actions:?}"
+        );
+    }
+
+    setup.run(&["recover", "--yes"]).expect_code(0);
+    for (name, (taints, _)) in AZ2_NODES.iter().zip(&before) {
+        let node = setup.node(name);
+        assert!(!cordoned(&node), "{name}: azevac's cordon is undone");
+        assert_eq!(
+            &taint_keys(&node),
+            taints,
+            "{name}: azevac's taint is gone, others stay"
+        );
+    }
+    assert!(journal_items(&aws_sdk(&setup).await).await.is_empty());
+}
+
+/// Issue 12: a second `drain` over nodes the first one cordoned recorded `actions=[]` for them (no
+/// subnets either: a malformed record), so `recover` could not uncordon them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_12_a_drain_rerun_keeps_a_valid_record() {
+    let setup = Setup::new(standard_cluster());
+    let drain = [
+        "evacuate",
+        "--az-id",
+        ZONE,
+        "--k8s-mode",
+        "drain",
+        "--yes",
+        "--output",
+        "json",
+    ];
+    setup.run(&drain).expect_code(0);
+    for name in AZ2_NODES {
+        assert!(cordoned(&setup.node(name)), "{name}");
+    }
+
+    // The same drain again: nothing new to do for nodes azevac already cordoned.
+    let again = setup.run(&drain).expect_code(0).json();
+    for name in AZ2_NODES {
+        let line = node_line(&again, name);
+        assert_ne!(line["status"], "failed", "{line}");
+        let changes = line["actions"].as_array().is_some_and(|a| !a.is_empty());
+        assert!(
+            line["status"] == "skipped" || !changes,
+            "{name}: nothing new to do: {line}"
+        );
+    }
+    let records = node_records(&setup).await;
+    for name in AZ2_NODES {
+        assert_eq!(
+            records[name],
+            (vec!["cordon".to_string()], "done".to_string()),
+            "{name}"
+        );
+    }
+
+    // Autoscaling adds a node in the zone, and the operator drains again: the new node is cordoned,
+    // and the records of the nodes cordoned before still say so.
+    let fresh = "ip-10-0-2-99.ec2.internal";
+    {
+        let mut st = setup.kube.state.lock().expect("state");
+        let mut node = st.nodes[AZ2_NODES[0]].clone();
+        node["metadata"]["name"] = json!(fresh);
+        node["spec"]["unschedulable"] = json!(false);
+        st.add_node(node);
+    }
+    let third = setup.run(&drain).expect_code(0).json();
+    for name in AZ2_NODES {
+        assert_ne!(node_line(&third, name)["status"], "failed", "{third}");
+    }
+    assert_eq!(node_line(&third, fresh)["status"], "done", "{third}");
+    let records = node_records(&setup).await;
+    for name in AZ2_NODES.iter().chain([&fresh]) {
+        let (actions, state) = &records[*name];
+        assert_eq!(actions, &["cordon"], "{name}: still a valid record listing the cordon");
+        assert_eq!(state, "done", "{name}");
+    }
+    let status = azevac_at(&setup.moto.endpoint, &["status", "--output", "json"], &[]).expect_code(0);
+    assert!(
+        !status.stdout.contains("malformed") && !status.stderr.contains("malformed"),
+        "{status:?}"
+    );
+
+    setup.run(&["recover", "--yes"]).expect_code(0);
+    for name in AZ2_NODES.iter().chain([&fresh]) {
+        let node = setup.node(name);
+        assert!(!cordoned(&node), "{name}: uncordoned");
+        assert!(
+            taint_keys(&node).iter().all(|t| !t.starts_with("azevac")),
+            "{name}: untainted"
+        );
+    }
+    assert!(journal_items(&aws_sdk(&setup).await).await.is_empty());
+}

@@ -2,17 +2,24 @@
 //! failing, two operators at once, two zones — no removed subnet is ever forgotten and `recover`
 //! puts back exactly what was taken. The figures printed here ("reliability: ...") are the ones
 //! README's Reliability section quotes; run with `--nocapture` to see them.
+//! The kill-point sweeps cover every AWS call (through the proxy, tests/common/proxy.rs), every
+//! Kubernetes request (the fake API server, tests/common/kube.rs) and ARC zonal shifts (the fake
+//! the proxy answers, tests/common/zonal.rs).
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
 
 use common::estate::{self, AsgSpec, EcsSpec, LambdaSpec, Seeded, Spec, VpcSpec};
+use common::kube::{Cluster, FakeKube};
 use common::proxy::{FailRule, Fault, Faults, KillWhen, Proxy};
 use common::{
-    attr_list, attr_s, azevac, azevac_at, command, journal_items, run_watched, snapshot, unordered, Moto, Snapshot,
-    ZONE,
+    attr_list, attr_s, azevac, azevac_at, command, journal_items, live_groups, run_watched, snapshot, unordered, Moto,
+    Snapshot, ZONE,
 };
 
 fn zones(list: &[&str]) -> Vec<String> {
@@ -419,4 +426,398 @@ async fn a_journalled_subnet_deleted_in_between_is_reported_and_left_out() {
         journal_items(&sdk).await.is_empty(),
         "nothing left that could ever be put back"
     );
+}
+
+/// The kube context (and cluster name) of the node sweep.
+const EKS_CLUSTER: &str = "arn:aws:eks:us-east-1:123456789012:cluster/prod";
+/// A load balancer registered with ARC (ARC's fake needs no real one behind the ARN).
+const EDGE_LB: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/edge/41";
+/// Someone else's load balancer, with a shift they started by hand away from another zone.
+const OTHER_LB: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/other/42";
+/// Two nodes in the zone (the second carries a GPU taint and was cordoned by someone else) and
+/// one elsewhere, from fixtures/eks-nodes.json.
+const SWEEP_NODES: [&str; 3] = [
+    "ip-10-0-2-21.ec2.internal",
+    "ip-10-0-2-22.ec2.internal",
+    "ip-10-0-1-11.ec2.internal",
+];
+
+/// What the sweep compares of a node: its taints (key, value, effect) and whether it is cordoned.
+type NodeState = (Vec<(String, String, String)>, bool);
+
+/// Every node's taints and cordon, by name.
+fn node_states(kube: &FakeKube) -> BTreeMap<String, NodeState> {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    kube.state
+        .lock()
+        .expect("state")
+        .nodes
+        .iter()
+        .map(|(name, node)| {
+            let taints = node["spec"]["taints"]
+                .as_array()
+                .map(|t| {
+                    t.iter()
+                        .map(|t| (text(&t["key"]), text(&t["value"]), text(&t["effect"])))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let cordoned = node["spec"]["unschedulable"].as_bool().unwrap_or(false);
+            (name.clone(), (taints, cordoned))
+        })
+        .collect()
+}
+
+/// Where a sweep trial starts from and must end at.
+struct Start {
+    groups: BTreeMap<String, Vec<String>>,
+    nodes: BTreeMap<String, NodeState>,
+    /// The zone's subnet, which evacuation takes from `web`.
+    zone_subnet: String,
+}
+
+/// One moto, the proxy (with ARC's fake) in front of it, and a fake Kubernetes API server: an Auto
+/// Scaling group `web` registered for zonal shift, a load balancer `edge`, someone else's
+/// balancer with a shift of theirs, and three nodes.
+struct NodeSweep {
+    moto: Moto,
+    proxy: Proxy,
+    kube: FakeKube,
+    sdk: aws_config::SdkConfig,
+    _dir: tempfile::TempDir,
+    kubeconfig: String,
+}
+
+impl NodeSweep {
+    async fn new() -> NodeSweep {
+        let moto = Moto::start();
+        let proxy = Proxy::start(&moto.endpoint);
+        let sdk = common::sdk(&moto).await;
+        let kube = FakeKube::start(Cluster::default());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = kube
+            .kubeconfig(dir.path(), &[("prod", EKS_CLUSTER)])
+            .display()
+            .to_string();
+        NodeSweep {
+            moto,
+            proxy,
+            kube,
+            sdk,
+            _dir: dir,
+            kubeconfig,
+        }
+    }
+
+    /// A fresh estate, shifts and nodes; no kill point armed.
+    async fn reset(&self) -> Start {
+        self.moto.reset();
+        self.proxy.set(Faults::default());
+        self.kube.set_kill_at(None);
+        let three = zones(&["use1-az1", "use1-az2", "use1-az4"]);
+        let spec = Spec {
+            vpcs: vec![VpcSpec {
+                name: "main".into(),
+                cidr: "10.70.0.0/16".into(),
+                zones: three.clone(),
+            }],
+            auto_scaling_groups: vec![AsgSpec {
+                name: "web".into(),
+                vpc: "main".into(),
+                zones: three,
+                desired: 0,
+                tags: BTreeMap::new(),
+            }],
+            ..Spec::default()
+        };
+        let seeded = estate::seed(&self.sdk, &spec).await;
+        let web = aws_sdk_autoscaling::Client::new(&self.sdk)
+            .describe_auto_scaling_groups()
+            .auto_scaling_group_names("web")
+            .send()
+            .await
+            .expect("DescribeAutoScalingGroups")
+            .auto_scaling_groups()[0]
+            .auto_scaling_group_arn()
+            .expect("arn")
+            .to_owned();
+        {
+            let mut arc = self.proxy.arc.lock().expect("arc");
+            arc.managed.clear();
+            arc.shifts.clear();
+            let all = ["use1-az1", "use1-az2", "use1-az4"];
+            arc.manage(&web, "web", &all);
+            arc.manage(EDGE_LB, "edge", &all);
+            arc.manage(OTHER_LB, "other", &all);
+            arc.start_by_hand(OTHER_LB, "use1-az1", "ZONAL_SHIFT");
+        }
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/eks-nodes.json")).expect("fixture");
+        let doc: Value = serde_json::from_str(&text).expect("json");
+        let mut cluster = Cluster::default();
+        for node in doc["items"].as_array().expect("items") {
+            if SWEEP_NODES.contains(&node["metadata"]["name"].as_str().unwrap_or_default()) {
+                cluster.add_node(node.clone());
+            }
+        }
+        cluster.edit_node(SWEEP_NODES[1], |n| n["spec"]["unschedulable"] = json!(true));
+        *self.kube.state.lock().expect("state") = cluster;
+        Start {
+            groups: live_groups(&self.sdk).await,
+            nodes: node_states(&self.kube),
+            zone_subnet: seeded.subnet("main", ZONE),
+        }
+    }
+
+    /// The full arguments of a command: through the proxy, with the cluster's kube context.
+    fn args<'a>(&'a self, args: &[&'a str]) -> Vec<&'a str> {
+        let mut all = args.to_vec();
+        all.extend(["--kube-context", "prod", "--kubeconfig", &self.kubeconfig]);
+        all
+    }
+
+    fn run(&self, args: &[&str]) -> common::Run {
+        azevac_at(&self.proxy.endpoint, &self.args(args), &[])
+    }
+
+    /// Run azevac watched by both the proxy and the fake API server, either of which may kill it;
+    /// returns the exit code (`None`: killed).
+    fn run_watched(&self, args: &[&str]) -> Option<i32> {
+        let child = command(&self.proxy.endpoint, &self.args(args), &[])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn azevac");
+        let child = Arc::new(Mutex::new(child));
+        self.proxy.watch(child.clone());
+        self.kube.watch(child.clone());
+        loop {
+            if let Some(status) = child.lock().expect("child").try_wait().expect("wait") {
+                return status.code();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// Active shifts that azevac started.
+    fn our_shifts(&self) -> Vec<String> {
+        self.proxy
+            .arc
+            .lock()
+            .expect("arc")
+            .active()
+            .iter()
+            .filter(|s| s.comment.starts_with("azevac run "))
+            .map(|s| s.resource.clone())
+            .collect()
+    }
+
+    /// How the estate differs from a complete evacuation (empty: complete).
+    async fn evacuated(&self, start: &Start) -> Vec<String> {
+        let mut off = Vec::new();
+        let web = &live_groups(&self.sdk).await["web"];
+        if web.contains(&start.zone_subnet) || web.len() != 2 {
+            off.push(format!("web still has {web:?}"));
+        }
+        let mut shifted = self.our_shifts();
+        shifted.sort();
+        if shifted.len() != 2 || !shifted.contains(&EDGE_LB.to_owned()) {
+            off.push(format!("azevac's active shifts: {shifted:?}"));
+        }
+        let nodes = node_states(&self.kube);
+        for name in &SWEEP_NODES[..2] {
+            let (taints, cordoned) = &nodes[*name];
+            let tainted = taints.iter().any(|(key, value, effect)| {
+                (key.as_str(), value.as_str(), effect.as_str()) == ("azevac.io/evacuated", ZONE, "NoSchedule")
+            });
+            if !tainted || !cordoned {
+                off.push(format!("{name}: taints {taints:?}, cordoned {cordoned}"));
+            }
+        }
+        off
+    }
+
+    /// How the estate differs from `start` (empty: restored exactly, journal table empty).
+    async fn restored(&self, start: &Start) -> Vec<String> {
+        let mut off = Vec::new();
+        let groups = live_groups(&self.sdk).await;
+        if groups != start.groups {
+            off.push(format!("groups {groups:?}, at the start {:?}", start.groups));
+        }
+        let nodes = node_states(&self.kube);
+        if nodes != start.nodes {
+            off.push(format!("nodes {nodes:?}, at the start {:?}", start.nodes));
+        }
+        let ours = self.our_shifts();
+        if !ours.is_empty() {
+            off.push(format!("azevac's shifts still active on {ours:?}"));
+        }
+        let active = self.proxy.arc.lock().expect("arc").active();
+        if !active.iter().any(|s| s.resource == OTHER_LB) {
+            off.push(format!("someone else's shift was cancelled: {active:?}"));
+        }
+        let items = journal_items(&self.sdk).await;
+        if !items.is_empty() {
+            let left: Vec<String> = items
+                .iter()
+                .map(|i| {
+                    format!(
+                        "{}/{} ({})",
+                        attr_s(i, "az_id"),
+                        attr_s(i, "resource"),
+                        attr_s(i, "state")
+                    )
+                })
+                .collect();
+            off.push(format!("journal items left: {left:?}"));
+        }
+        off
+    }
+}
+
+/// Where a sweep kills azevac.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// At the Nth AWS call (ARC's included), through the proxy.
+    Aws,
+    /// At the Nth request to the Kubernetes API server.
+    Kube,
+}
+
+/// Issue 5 for nodes and zonal shifts: SIGKILL `evacuate --zonal-shift` (nodes: taint + cordon)
+/// or `recover` at every AWS call and every Kubernetes request, before and after it takes effect;
+/// then, half the time, run the killed command again, and recover until nothing is left. The
+/// nodes, shifts and groups must be exactly as at the start and the journal table empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_at_any_node_or_shift_call_loses_nothing() {
+    let sweep = NodeSweep::new().await;
+    let evacuate = [
+        "evacuate",
+        "--az-id",
+        ZONE,
+        "--type",
+        "zonal-shift,asg,eks",
+        "--zonal-shift",
+        "--k8s-mode",
+        "noschedule",
+        "--concurrency",
+        "1",
+        "--yes",
+    ];
+    let recover = [
+        "recover",
+        "--type",
+        "zonal-shift,asg,eks",
+        "--concurrency",
+        "1",
+        "--yes",
+    ];
+    let (mut tried, mut exact, mut second_recovers) = (0, 0, 0);
+    let mut tried_by: BTreeMap<String, usize> = BTreeMap::new();
+    let mut problems: Vec<String> = Vec::new();
+
+    for (phase, args) in [("evacuate", &evacuate[..]), ("recover", &recover[..])] {
+        for target in [Target::Aws, Target::Kube] {
+            for when in [KillWhen::BeforeForward, KillWhen::AfterForward] {
+                for n in 1.. {
+                    let start = sweep.reset().await;
+                    if phase == "recover" {
+                        sweep.run(&evacuate).expect_code(0);
+                        let off = sweep.evacuated(&start).await;
+                        assert!(off.is_empty(), "the evacuation to recover from is complete: {off:?}");
+                        sweep.proxy.set(Faults::default());
+                        sweep.kube.set_kill_at(None);
+                    }
+                    match target {
+                        Target::Aws => sweep.proxy.set(Faults {
+                            kill_at: Some((n, when)),
+                            ..Faults::default()
+                        }),
+                        Target::Kube => sweep.kube.set_kill_at(Some((n, when))),
+                    }
+                    let code = sweep.run_watched(args);
+                    let killed = sweep.proxy.killed() || sweep.kube.killed();
+                    let point = format!("{phase} killed at {target:?} call {n} ({when:?})");
+                    if !killed {
+                        assert_eq!(code, Some(0), "{phase} ran to the end past {target:?} call {n}");
+                        // The sweep went past the writes it is about: two node patches, two shifts.
+                        let seen = match target {
+                            Target::Aws => sweep.proxy.calls(),
+                            Target::Kube => sweep.kube.requests(),
+                        };
+                        let writes = seen
+                            .iter()
+                            .filter(|c| {
+                                c.starts_with("PATCH /api/v1/nodes/")
+                                    || c.ends_with(":StartZonalShift")
+                                    || c.ends_with(":CancelZonalShift")
+                            })
+                            .count();
+                        assert_eq!(writes, 2, "{phase} {target:?}: {seen:?}");
+                        break;
+                    }
+                    let call = match target {
+                        Target::Aws => sweep.proxy.calls().get(n - 1).cloned(),
+                        Target::Kube => sweep.kube.requests().get(n - 1).cloned(),
+                    };
+                    let point = format!("{point}, {}", call.unwrap_or_default());
+                    tried += 1;
+                    *tried_by.entry(format!("{phase} {target:?}")).or_default() += 1;
+                    sweep.proxy.set(Faults::default());
+                    sweep.kube.set_kill_at(None);
+                    // Half the time the operator re-runs the killed command first, half the time
+                    // goes straight to recover.
+                    if n % 2 == 0 {
+                        let again = sweep.run(args);
+                        if again.code != 0 {
+                            problems.push(format!("{point}: the re-run exited {}: {again:?}", again.code));
+                        } else if phase == "evacuate" {
+                            let off = sweep.evacuated(&start).await;
+                            if !off.is_empty() {
+                                problems.push(format!("{point}: the re-run left the evacuation incomplete: {off:?}"));
+                            }
+                        }
+                    }
+                    // Recover until nothing is left (more than once is worth knowing about).
+                    let mut off = Vec::new();
+                    for attempt in 1..=3 {
+                        let recovered = sweep.run(&recover);
+                        // Killed before the journal table existed: recover says to run `azevac init`.
+                        let no_table = recovered.code == 2 && recovered.stderr.contains("azevac init");
+                        if recovered.code != 0 && !no_table {
+                            problems.push(format!("{point}: recover #{attempt}: {recovered:?}"));
+                        }
+                        off = sweep.restored(&start).await;
+                        if off.is_empty() || no_table {
+                            second_recovers += usize::from(attempt > 1 && off.is_empty());
+                            break;
+                        }
+                    }
+                    if off.is_empty() {
+                        exact += 1;
+                    } else {
+                        problems.push(format!("{point}: not restored exactly: {off:?}"));
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("reliability: node/shift kill points tried {tried}, restored exactly {exact}");
+    eprintln!(
+        "reliability: node/shift kill points by phase and target {tried_by:?}; restored only by a second recover {second_recovers}"
+    );
+    for problem in &problems {
+        eprintln!("problem: {problem}");
+    }
+    assert!(problems.is_empty(), "{} problems (above)", problems.len());
+    for (phase, target) in ["evacuate", "recover"]
+        .iter()
+        .flat_map(|p| ["Aws", "Kube"].map(|t| (p, t)))
+    {
+        assert!(
+            tried_by.get(&format!("{phase} {target}")).is_some_and(|n| *n >= 4),
+            "{phase} {target}: {tried_by:?}"
+        );
+    }
+    assert_eq!(exact, tried);
 }

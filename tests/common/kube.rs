@@ -3,19 +3,25 @@
 //! server rejects for those calls: a stale `resourceVersion` (409 Conflict), an unsupported patch
 //! content type (415), invalid or duplicate taints (422), an unsupported field selector (400), an
 //! unknown object (404), and an eviction a PodDisruptionBudget does not allow yet (429).
+//! Like the AWS proxy (tests/common/proxy.rs), it counts and names every request and can SIGKILL a
+//! watched azevac process at the Nth one, before or after applying it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 
-use axum::body::Bytes;
-use axum::extract::{Path as UrlPath, Query, State};
+use axum::body::{Body, Bytes};
+use axum::extract::{Path as UrlPath, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
+
+pub use super::proxy::KillWhen;
 
 /// The API server's objects and the behaviours a test asks for.
 #[derive(Default)]
@@ -59,12 +65,34 @@ impl Cluster {
     }
 }
 
+/// The request log and the kill point, kept apart from [`Cluster`] so that a test can replace the
+/// objects without losing them.
+#[derive(Default)]
+struct Killer {
+    /// Kill the watched process at this request number (1-based).
+    kill_at: Option<(usize, KillWhen)>,
+    /// Every request since the last [`FakeKube::set_kill_at`], as `METHOD /path`.
+    requests: Vec<String>,
+    child: Option<Arc<Mutex<Child>>>,
+    killed: bool,
+}
+
+impl Killer {
+    fn kill(&mut self) {
+        if let Some(child) = &self.child {
+            let _ = child.lock().expect("child").kill();
+            self.killed = true;
+        }
+    }
+}
+
 /// A running fake API server.
 pub struct FakeKube {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
     /// The shared state, to seed and to inspect.
     pub state: Arc<Mutex<Cluster>>,
+    killer: Arc<Mutex<Killer>>,
 }
 
 impl FakeKube {
@@ -72,6 +100,8 @@ impl FakeKube {
     pub fn start(cluster: Cluster) -> FakeKube {
         let state = Arc::new(Mutex::new(cluster));
         let shared = state.clone();
+        let killer = Arc::new(Mutex::new(Killer::default()));
+        let counter = killer.clone();
         let (tx, rx) = std::sync::mpsc::channel::<SocketAddr>();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -91,7 +121,8 @@ impl FakeKube {
                             "the server could not find the requested resource",
                         )
                     })
-                    .with_state(shared);
+                    .with_state(shared)
+                    .layer(middleware::from_fn_with_state(counter, count_and_kill));
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
                 tx.send(listener.local_addr().expect("addr")).expect("send");
                 axum::serve(listener, app).await.expect("serve");
@@ -101,7 +132,32 @@ impl FakeKube {
         FakeKube {
             url: format!("http://{addr}"),
             state,
+            killer,
         }
+    }
+
+    /// Kill the watched process at this request (1-based; `None`: never), and forget the requests
+    /// seen so far.
+    pub fn set_kill_at(&self, kill_at: Option<(usize, KillWhen)>) {
+        let mut killer = self.killer.lock().expect("killer");
+        killer.kill_at = kill_at;
+        killer.requests.clear();
+        killer.killed = false;
+    }
+
+    /// The process to SIGKILL at the kill point.
+    pub fn watch(&self, child: Arc<Mutex<Child>>) {
+        self.killer.lock().expect("killer").child = Some(child);
+    }
+
+    /// The requests seen since the last `set_kill_at`, as `METHOD /path`.
+    pub fn requests(&self) -> Vec<String> {
+        self.killer.lock().expect("killer").requests.clone()
+    }
+
+    /// Whether the watched process was killed since the last `set_kill_at`.
+    pub fn killed(&self) -> bool {
+        self.killer.lock().expect("killer").killed
     }
 
     /// Write a kubeconfig with one context per `(context, cluster name)`, all pointing here.
@@ -129,6 +185,40 @@ impl FakeKube {
 }
 
 type Shared = State<Arc<Mutex<Cluster>>>;
+
+/// Count every request; at the kill point, SIGKILL the watched process before the request is
+/// served (it never happens) or after (it happened, and the process never hears back).
+async fn count_and_kill(State(killer): State<Arc<Mutex<Killer>>>, request: Request, next: Next) -> Response {
+    let when = {
+        let mut k = killer.lock().expect("killer");
+        k.requests
+            .push(format!("{} {}", request.method(), request.uri().path()));
+        let n = k.requests.len();
+        match k.kill_at {
+            Some((at, when)) if at == n => Some(when),
+            _ => None,
+        }
+    };
+    let dropped = || {
+        Response::builder()
+            .status(StatusCode::BAD_GATEWAY)
+            .header("connection", "close")
+            .body(Body::empty())
+            .expect("response")
+    };
+    match when {
+        Some(KillWhen::BeforeForward) => {
+            killer.lock().expect("killer").kill();
+            dropped()
+        }
+        Some(KillWhen::AfterForward) => {
+            let _served = next.run(request).await;
+            killer.lock().expect("killer").kill();
+            dropped()
+        }
+        None => next.run(request).await,
+    }
+}
 
 fn status(code: StatusCode, reason: &str, message: &str) -> Response {
     let body = json!({
