@@ -18,7 +18,7 @@ use aws_config::SdkConfig;
 use futures::StreamExt;
 
 use crate::error::describe;
-use crate::journal::{Ahead, Audit, Held, Journal, Lease, Outcome, Released, BATCH};
+use crate::journal::{batches, Ahead, Audit, Held, Journal, Lease, Outcome, Released, BATCH};
 use crate::model::{Command, Item, Plan, Record, Request, Status};
 use crate::plugins::{self, Plugin, Scope, Setup, Stage};
 use crate::stats::Phases;
@@ -251,6 +251,21 @@ impl Prepared {
             }
         }
         drop(heartbeat);
+        // A recovery of everything knows every record: locks of dead runs that protect none go.
+        if command == Command::Recover && self.plan.az_id.is_none() && self.plan.request.types.is_empty() {
+            let keep: BTreeSet<String> = self
+                .plan
+                .items
+                .iter()
+                .filter(|i| i.record.is_some())
+                .map(|i| i.resource.clone())
+                .collect();
+            match journal.sweep_locks(&keep).await {
+                Ok(0) => {}
+                Ok(n) => eprintln!("azevac: removed {n} lock(s) left by runs that died"),
+                Err(e) => tracing::warn!(error = %describe(&e), "stale locks not swept"),
+            }
+        }
         self.phases.end("verify");
         (self.plan, self.phases)
     }
@@ -305,19 +320,12 @@ impl Run<'_> {
             });
             groups[g].push(i);
         }
-        let mut batches: Vec<Vec<Vec<usize>>> = vec![Vec::new()];
-        let mut size = 0;
-        for group in groups {
-            if size + group.len() > BATCH && size > 0 {
-                batches.push(Vec::new());
-                size = 0;
-            }
-            size += group.len();
-            if let Some(batch) = batches.last_mut() {
-                batch.push(group);
-            }
-        }
-        for batch in batches.into_iter().filter(|b| !b.is_empty()) {
+        let sizes: Vec<usize> = groups.iter().map(Vec::len).collect();
+        let batches: Vec<Vec<Vec<usize>>> = batches(&sizes, BATCH)
+            .into_iter()
+            .map(|batch| batch.into_iter().map(|g| groups[g].clone()).collect())
+            .collect();
+        for batch in batches {
             self.batch(plan, command, batch, &bar).await;
         }
         bar.finish_and_clear();

@@ -275,7 +275,8 @@ async fn status_lists_records_and_reports_malformed_ones() {
         .await
         .expect("PutItem");
 
-    let status = azevac(&moto, &["status", "--output", "json"]).expect_code(0).json();
+    // An unreadable item is reported and counts as a failure (exit 1), never as success.
+    let status = azevac(&moto, &["status", "--output", "json"]).expect_code(1).json();
     assert_eq!(status["records"].as_array().expect("records").len(), 2);
     assert_eq!(status["records"][0]["reason"], "drill");
     assert!(status["records"][0]["evacuated_by"]
@@ -290,7 +291,7 @@ async fn status_lists_records_and_reports_malformed_ones() {
         .contains("autoScalingGroupName/hand"));
 
     // Recover puts back what it can and leaves the malformed item alone, reporting it.
-    let run = azevac(&moto, &["recover", "--yes"]).expect_code(0);
+    let run = azevac(&moto, &["recover", "--yes"]).expect_code(1);
     assert!(run.stdout.contains("problem: journal item use1-az2/"), "{}", run.stdout);
     let left = journal_items(&sdk).await;
     assert_eq!(left.len(), 1);

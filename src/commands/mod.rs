@@ -118,7 +118,9 @@ impl Context {
             Command::Recover => planned == 0,
         };
         if nothing {
-            return Ok(self.print_only(prepared, false));
+            let unreadable = !prepared.plan.problems.is_empty();
+            self.print_only(prepared, false);
+            return Ok(if unreadable { EXIT_FAILED } else { EXIT_OK });
         }
         if self.output == Output::Table {
             crate::report::print(plan, self.output, crate::report::Phase::Plan { dry_run: false });
@@ -181,9 +183,11 @@ pub fn confirm(question: &str, yes: bool) -> Result<bool> {
     Ok(answer.trim().eq_ignore_ascii_case("yes"))
 }
 
-/// Exit code for a finished plan: 1 when a line failed or was left alone for another live run.
+/// Exit code for a finished plan: 1 when a line failed, was left alone for another live run, or a
+/// journal item could not be read (reported, never acted on, and not to be mistaken for success).
 pub fn exit_code(plan: &Plan) -> i32 {
-    if plan.count(Status::Failed) > 0 || plan.items.iter().any(|i| i.blocked_by.is_some()) {
+    let blocked = plan.items.iter().any(|i| i.blocked_by.is_some());
+    if plan.count(Status::Failed) > 0 || blocked || !plan.problems.is_empty() {
         EXIT_FAILED
     } else {
         EXIT_OK

@@ -29,5 +29,10 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     }
     let locks = ctx.journal.locks().await?;
     report::print_status(&records, &locks, &problems, ctx.output);
-    Ok(EXIT_OK)
+    // An item that cannot be read is a failure to report, as in every other command.
+    Ok(if problems.is_empty() {
+        EXIT_OK
+    } else {
+        super::EXIT_FAILED
+    })
 }

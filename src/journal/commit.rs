@@ -52,19 +52,8 @@ impl Journal {
             });
             return vec![outcome];
         }
-        let mut chunks: Vec<Vec<usize>> = vec![Vec::new()];
-        let mut size = 0;
-        for (i, group) in groups.iter().enumerate() {
-            if size + group.len() > TRANSACTION_ITEMS && size > 0 {
-                chunks.push(Vec::new());
-                size = 0;
-            }
-            size += group.len();
-            if let Some(chunk) = chunks.last_mut() {
-                chunk.push(i);
-            }
-        }
-        for chunk in chunks.into_iter().filter(|c| !c.is_empty()) {
+        let sizes: Vec<usize> = groups.iter().map(Vec::len).collect();
+        for chunk in batches(&sizes, TRANSACTION_ITEMS) {
             let mut pending = chunk;
             for _ in 0..CANCELLED_TRIES {
                 if pending.is_empty() {
@@ -245,6 +234,25 @@ impl Journal {
     }
 }
 
+/// Pack groups of these sizes, in order, into batches of at most `limit` (a group larger than the
+/// limit gets a batch of its own); returns the groups' indices per batch. Groups never split, so a
+/// resource's writes (or lines) always travel together.
+pub fn batches(sizes: &[usize], limit: usize) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut size = 0;
+    for (i, &n) in sizes.iter().enumerate() {
+        if out.is_empty() || (size + n > limit && size > 0) {
+            out.push(Vec::new());
+            size = 0;
+        }
+        size += n;
+        if let Some(batch) = out.last_mut() {
+            batch.push(i);
+        }
+    }
+    out
+}
+
 /// A cancelled group's fate from its writes' reasons: `None` when every write was innocent (or
 /// caught up in another transaction on the item, or throttled), so it may be sent again.
 fn judge(group: &[Write], reasons: &[Option<String>], why: &str) -> Option<GroupError> {
@@ -282,5 +290,22 @@ pub(super) fn other(operation: &'static str, text: &str) -> Error {
     Error::Aws {
         operation,
         source: text.to_owned().into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::batches;
+
+    #[test]
+    fn groups_are_packed_in_order_and_never_split() {
+        assert_eq!(batches(&[2, 2, 2], 4), vec![vec![0, 1], vec![2]]);
+        assert_eq!(
+            batches(&[5, 1], 4),
+            vec![vec![0], vec![1]],
+            "an oversized group travels alone"
+        );
+        assert_eq!(batches(&[1, 3, 1], 4), vec![vec![0, 1], vec![2]]);
+        assert!(batches(&[], 4).is_empty());
     }
 }

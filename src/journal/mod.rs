@@ -25,6 +25,7 @@ mod record;
 mod table;
 mod writes;
 
+pub use commit::batches;
 pub use protocol::{Ahead, Heartbeat, Held, Lease, Outcome, Released, DEFAULT_LEASE};
 pub use record::Lock;
 use record::{parse, parse_lock, s};
@@ -73,21 +74,24 @@ impl Journal {
 
     /// Every record for one AZ (strongly consistent: planning decides on it).
     pub async fn in_zone(&self, az_id: &str) -> Result<Vec<Entry>> {
-        let items: Vec<HashMap<String, AttributeValue>> = self
-            .client
+        Ok(self.partition(az_id).await?.iter().map(parse).collect())
+    }
+
+    /// Every item of one partition, read strongly consistently.
+    async fn partition(&self, key: &str) -> Result<Vec<HashMap<String, AttributeValue>>> {
+        self.client
             .query()
             .table_name(&self.table)
             .consistent_read(true)
-            .key_condition_expression("#pk = :az")
+            .key_condition_expression("#pk = :pk")
             .expression_attribute_names("#pk", PK)
-            .expression_attribute_values(":az", s(az_id))
+            .expression_attribute_values(":pk", s(key))
             .into_paginator()
             .items()
             .send()
             .try_collect()
             .await
-            .map_err(|e| self.map_err("dynamodb:Query", e))?;
-        Ok(items.iter().map(parse).collect())
+            .map_err(|e| self.map_err("dynamodb:Query", e))
     }
 
     /// Every record of one resource type, in one AZ or in all, through the type index.
@@ -181,20 +185,11 @@ impl Journal {
 
     /// Every lock in the table (live or expired), for `status`.
     pub async fn locks(&self) -> Result<Vec<Lock>> {
-        let items: Vec<HashMap<String, AttributeValue>> = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("#pk = :lock")
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_values(":lock", s(LOCK_PARTITION))
-            .into_paginator()
-            .items()
-            .send()
-            .try_collect()
-            .await
-            .map_err(|e| self.map_err("dynamodb:Query", e))?;
-        Ok(items.iter().filter_map(parse_lock).collect())
+        Ok(self
+            .partition(LOCK_PARTITION)
+            .await?
+            .iter()
+            .filter_map(parse_lock)
+            .collect())
     }
 }

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use super::commit::GroupError;
 use super::record::{epoch_seconds, now, Lock};
 use super::writes::{
-    begin_write, check_write, finish_write, lock_write, recreate_write, remove_write, renew_write, restore_write,
-    union, unlock_write, widen_write, Begin, Write,
+    begin_write, check_write, drop_dead_lock_write, finish_write, lock_write, recreate_write, remove_write,
+    renew_write, restore_write, union, unlock_write, widen_write, Begin, Write,
 };
 use super::{Audit, Journal, Record};
 use crate::model::Resource;
@@ -360,6 +360,24 @@ impl Journal {
             }),
             Err(e) => Refusal::Other(e),
         }
+    }
+
+    /// Remove the locks of runs that died (lease run out, or holder gone from this host) whose
+    /// resource has no record left (`keep`: the keys that still have one). Such a lock protects
+    /// nothing; it is left by a run killed between the writes of a release that had to be sent one
+    /// by one. Returns how many were removed.
+    pub async fn sweep_locks(&self, keep: &std::collections::BTreeSet<String>) -> Result<usize> {
+        let dead: Vec<Lock> = self
+            .locks()
+            .await?
+            .into_iter()
+            .filter(|l| !keep.contains(&l.resource) && (!l.is_live() || l.holder_is_gone()))
+            .collect();
+        if dead.is_empty() {
+            return Ok(0);
+        }
+        let groups = dead.iter().map(|l| vec![drop_dead_lock_write(l)]).collect();
+        Ok(self.commit(groups).await.iter().filter(|r| r.is_ok()).count())
     }
 
     /// Evacuation found more to take than it journalled (the resource changed between the plan and

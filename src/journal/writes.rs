@@ -167,6 +167,24 @@ pub(super) fn unlock_write(resource: &str, run_id: &str) -> Write {
     }
 }
 
+/// Delete a lock left behind by a run that died, only if it is still exactly as it was read.
+pub(super) fn drop_dead_lock_write(lock: &Lock) -> Write {
+    Write {
+        az_id: LOCK_PARTITION.to_owned(),
+        resource: lock.resource.clone(),
+        kind: WriteKind::Delete,
+        condition: "#run = :run AND #lease = :lease".into(),
+        names: HashMap::from([
+            ("#run".to_owned(), "run_id".to_owned()),
+            ("#lease".to_owned(), "lease_expires_at".to_owned()),
+        ]),
+        values: HashMap::from([
+            (":run".to_owned(), s(&lock.run_id)),
+            (":lease".to_owned(), n(lock.lease_expires_at)),
+        ]),
+    }
+}
+
 /// Recovery's write-ahead: nothing is written to the record, but the lock is only taken if nobody
 /// wrote the record since it was planned from.
 pub(super) fn check_write(record: &Record) -> Write {
@@ -473,5 +491,6 @@ mod tests {
         assert_well_formed(&lock_write(&lock, 50, Some("dead-run")));
         assert_well_formed(&renew_write("arn:web", "run", 200));
         assert_well_formed(&unlock_write("arn:web", "run"));
+        assert_well_formed(&drop_dead_lock_write(&lock));
     }
 }

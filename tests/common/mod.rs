@@ -75,10 +75,8 @@ pub fn azevac(moto: &Moto, args: &[&str]) -> Run {
 
 /// The `azevac` command, pointed at `endpoint` (moto, or a proxy in front of it), with `env` on top
 /// (a value of `None` removes the variable).
-/// `AZEVAC_BIN` overrides the binary (to pin one build while a shared target directory is rebuilt).
 pub fn command(endpoint: &str, args: &[&str], env: &[(&str, Option<&str>)]) -> Command {
-    let binary = std::env::var_os("AZEVAC_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_azevac").into());
-    let mut cmd = Command::new(binary);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_azevac"));
     cmd.args(args)
         .env("AWS_ENDPOINT_URL", endpoint)
         .env("AWS_ACCESS_KEY_ID", "testing")
