@@ -221,6 +221,40 @@ pub struct ShiftStart {
     pub confirm: Confirm,
 }
 
+impl Evacuate {
+    /// The plan's inputs as given on the command line.
+    pub fn request(&self) -> Request {
+        Request {
+            types: self.types.types.clone(),
+            ecs_clusters: self.clusters.clone(),
+            tags: self.tags.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+            name_prefix: self.name_prefix.clone(),
+            kube_contexts: self.kube.contexts.clone(),
+            k8s_mode: Some(self.k8s_mode),
+            drain_timeout_seconds: Some(self.drain_timeout.as_secs()),
+            reason: self.reason.clone(),
+            forget_missing: false,
+            zonal_shift: self.zonal_shift,
+            expires_in: Some(self.expiry.expires_in.clone()),
+            force: self.force,
+            pace: self.pace,
+            pace_timeout_seconds: self.pace.map(|_| self.wait.wait_timeout.as_secs()),
+        }
+    }
+}
+
+impl Recover {
+    /// The plan's inputs as given on the command line.
+    pub fn request(&self) -> Request {
+        Request {
+            types: self.types.types.clone(),
+            kube_contexts: self.kube.contexts.clone(),
+            forget_missing: self.forget_missing,
+            ..Request::default()
+        }
+    }
+}
+
 impl ShiftStart {
     /// The evacuation this is: zonal shifts only.
     pub fn request(&self) -> Request {

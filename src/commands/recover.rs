@@ -3,17 +3,12 @@
 
 use super::Context;
 use crate::cli;
-use crate::model::{Command, Request};
+use crate::model::Command;
 use crate::Result;
 
 /// Run `azevac recover`; returns the exit code.
 pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
-    let request = Request {
-        types: args.types.types.clone(),
-        kube_contexts: args.kube.contexts.clone(),
-        forget_missing: args.forget_missing,
-        ..Request::default()
-    };
+    let request = args.request();
     let prepared = ctx
         .prepare(
             Command::Recover,
