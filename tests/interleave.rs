@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use aws_config::SdkConfig;
 use common::estate::{self, AsgSpec, Seeded, Spec, VpcSpec};
-use common::proxy::{Faults, Hold, Proxy};
-use common::{attr_list, attr_s, azevac, command, journal_items, snapshot, Moto, Run, Snapshot, ZONE};
+use common::proxy::{FailRule, Fault, Faults, Hold, Proxy};
+use common::{attr_list, attr_s, azevac, command, journal_items, snapshot, table_items, Moto, Run, Snapshot, ZONE};
 
 const AZ1: &str = "use1-az1";
 const AZ3: &str = "use1-az3";
@@ -117,11 +117,15 @@ struct Running {
 
 impl Running {
     fn start(endpoint: &str, args: &[&str]) -> Running {
+        Running::start_with(endpoint, args, &[])
+    }
+
+    fn start_with(endpoint: &str, args: &[&str], env: &[(&str, Option<&str>)]) -> Running {
         let (stdout, stderr) = (
             tempfile::tempfile().expect("tempfile"),
             tempfile::tempfile().expect("tempfile"),
         );
-        let child = command(endpoint, args, &[])
+        let child = command(endpoint, args, env)
             .stdout(Stdio::from(stdout.try_clone().expect("clone")))
             .stderr(Stdio::from(stderr.try_clone().expect("clone")))
             .spawn()
@@ -272,7 +276,7 @@ impl Watch {
                 problems.push(format!("order: after recover {name} is {live:?}, was {subnets:?}"));
             }
         }
-        let items = journal_items(sdk).await;
+        let items = table_items(sdk).await;
         if !items.is_empty() {
             let keys: Vec<String> = items
                 .iter()
@@ -391,6 +395,75 @@ async fn issue_12_path_1_recover_leaves_a_live_write_ahead_alone() {
         if run.code != 1 {
             problems.push(format!("recover exited {}, expected 1 (a line skipped)", run.code));
         }
+    }
+    problems.extend(watch.recover_all_exactly(&moto, &sdk).await);
+    assert_none(&problems);
+}
+
+/// A done mark that lost its race is written back. A's change of `b` is in flight when A's lease
+/// runs out (every renewal is refused), B takes the expired lock over, finds `b` unchanged and
+/// deletes its record ("nothing to put back"); then A's change lands. A's done mark finds no record
+/// and writes it back with what A took, so the subnet is journalled again. The one wait that is
+/// not a hold is the lease running out: that is time by nature (2 s lease, 3.5 s wait).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_12_a_lost_done_mark_is_written_back() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk(&moto).await;
+    let (_, mut watch) = fresh(&moto, &sdk).await;
+    let renewal = |label: &str| FailRule {
+        label: label.into(),
+        body_contains: "SET #lease = :until".into(),
+        fault: Fault::AccessDenied,
+    };
+    proxy.set(Faults {
+        rules: vec![renewal("dynamodb:UpdateItem"), renewal("dynamodb:TransactWriteItems")],
+        ..Faults::default()
+    });
+    proxy.hold(update_of("b"));
+    let a_args = [
+        "evacuate",
+        "--az-id",
+        ZONE,
+        "--type",
+        "asg",
+        "--name-prefix",
+        "b",
+        "--yes",
+        "--output",
+        "json",
+    ];
+    let mut a = Running::start_with(&proxy.endpoint, &a_args, &[("AZEVAC_LEASE", Some("2s"))]);
+    assert!(
+        proxy.wait_held(Some(&mut a.child), HOLD_WAIT).is_some(),
+        "A never sent b's update"
+    );
+    std::thread::sleep(Duration::from_millis(3500));
+    let mut problems = Vec::new();
+    let b_args = ["recover", "--az-id", ZONE, "--type", "asg", "--yes", "--output", "json"];
+    if let Some(run) = run_bounded(&moto, &b_args, "B", &mut problems) {
+        let line = line_of(&run, "b");
+        if line["status"] != "done" {
+            problems.push(format!(
+                "B should have taken the expired lock over and cleared b: {line}"
+            ));
+        }
+    }
+    problems.extend(watch.forgotten(&sdk).await);
+    proxy.release();
+    match a.finish(RUN_WAIT) {
+        None => problems.push("A did not finish".into()),
+        Some(run) => {
+            let line = line_of(&run, "b");
+            let notes = line["notes"].to_string();
+            if line["status"] != "done" || !notes.contains("written back") {
+                problems.push(format!("A's done mark should have been repaired: {line}"));
+            }
+        }
+    }
+    let records = journal_items(&sdk).await;
+    if records.len() != 1 || attr_s(&records[0], "state") != "done" {
+        problems.push(format!("b's record should be back, done: {records:?}"));
     }
     problems.extend(watch.recover_all_exactly(&moto, &sdk).await);
     assert_none(&problems);
