@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use aws_config::SdkConfig;
 use futures::StreamExt;
@@ -24,6 +24,10 @@ use crate::plugins::{self, Plugin, Scope, Setup, Stage};
 use crate::stats::Phases;
 use crate::topology::{self, Zones};
 use crate::{Error, Result};
+
+/// How old a batch's read under the lock may be when a line's turn to change comes; older, and the
+/// line's resource is read again alone (a change is never computed from a stale read).
+const STALE: Duration = Duration::from_secs(5);
 
 /// How a run carries its plan out.
 #[derive(Debug, Clone)]
@@ -336,6 +340,7 @@ impl Run<'_> {
         let indices: Vec<usize> = groups.iter().flatten().copied().collect();
         let mut lines = self.acquire(plan, command, &indices).await;
         self.refresh(plan, command, &mut lines).await;
+        let read_at = Instant::now();
         // Act: groups (resources) at once up to the concurrency, a resource's lines in order.
         let mut by_index: BTreeMap<usize, Line> = lines.into_iter().map(|l| (l.index, l)).collect();
         let work: Vec<Vec<(Item, Line)>> = groups
@@ -350,7 +355,7 @@ impl Run<'_> {
             .map(|group| async move {
                 let mut out = Vec::with_capacity(group.len());
                 for (mut item, mut line) in group {
-                    self.act(command, &mut item, &mut line).await;
+                    self.act(command, &mut item, &mut line, read_at).await;
                     bar.set_message(format!("{} {}", item.resource_type, item.name));
                     bar.inc(1);
                     out.push((item, line));
@@ -443,7 +448,7 @@ impl Run<'_> {
     }
 
     /// Under the locks: each plugin reads its resources again and computes the changes from the
-    /// live state; evacuation widens its intent first if the live state has more in the zone.
+    /// live state; evacuation widens its intent first if the live state has more to take.
     async fn refresh(&self, plan: &mut Plan, command: Command, lines: &mut [Line]) {
         let types: BTreeSet<String> = lines
             .iter()
@@ -451,59 +456,95 @@ impl Run<'_> {
             .map(|l| plan.items[l.index].resource_type.clone())
             .collect();
         for resource_type in types {
-            let Some(plugin) = self.plugin(&resource_type) else {
-                continue;
-            };
-            let mine: Vec<&Line> = lines
-                .iter()
+            let mine: Vec<&mut Line> = lines
+                .iter_mut()
                 .filter(|l| l.held.is_some() && plan.items[l.index].resource_type == resource_type)
                 .collect();
-            let indices: Vec<usize> = mine.iter().map(|l| l.index).collect();
-            let held: Vec<&Held> = mine.iter().filter_map(|l| l.held.as_ref()).collect();
-            let mut items: Vec<&mut Item> = plan
-                .items
-                .iter_mut()
-                .enumerate()
-                .filter(|(i, _)| indices.contains(i))
-                .map(|(_, item)| item)
-                .collect();
-            if let Err(e) = plugin.refresh(command, &mut items, &held).await {
-                for item in items {
-                    item.fail(format!(
-                        "could not read it again under the lock ({}); nothing changed",
-                        describe(&e)
-                    ));
-                }
+            self.refresh_lines(plan, command, mine).await;
+        }
+    }
+
+    /// Read these held lines' resources again (one plugin's, one batched read), recompute, widen.
+    async fn refresh_lines(&self, plan: &mut Plan, command: Command, mut mine: Vec<&mut Line>) {
+        let Some(first) = mine.first() else {
+            return;
+        };
+        let Some(plugin) = self.plugin(&plan.items[first.index].resource_type) else {
+            return;
+        };
+        // Items and handles paired by index, in the same order (lines of a resource in plan order).
+        let order: Vec<usize> = mine.iter().map(|l| l.index).collect();
+        let mut by_index: BTreeMap<usize, &mut Item> = plan
+            .items
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| order.contains(i))
+            .collect();
+        let mut items: Vec<&mut Item> = order.iter().filter_map(|i| by_index.remove(i)).collect();
+        let held: Vec<&Held> = mine.iter().filter_map(|l| l.held.as_ref()).collect();
+        if let Err(e) = plugin.refresh(command, &mut items, &held).await {
+            for item in items.iter_mut() {
+                item.fail(format!(
+                    "could not read it again under the lock ({}); nothing changed",
+                    describe(&e)
+                ));
             }
         }
+        drop(items);
         if command != Command::Evacuate {
             return;
         }
-        for line in lines.iter_mut() {
-            let item = &plan.items[line.index];
-            let Some(held) = line.held.as_mut() else {
-                continue;
-            };
-            if item.status != Status::Planned {
-                continue;
-            }
-            let removed = item.removed_subnets.clone().unwrap_or_default();
-            let extra: Vec<String> = removed
-                .iter()
-                .filter(|s| !held.record().removed_subnets.contains(s))
-                .cloned()
-                .collect();
-            if extra.is_empty() {
-                continue;
-            }
-            if let Err(e) = self.journal.widen(held, &extra, &[]).await {
-                plan.items[line.index].fail(format!("{}; nothing changed", describe(&e)));
+        for line in mine.iter_mut() {
+            let item = &mut plan.items[line.index];
+            if let Some(held) = line.held.as_mut() {
+                self.widen(item, held).await;
             }
         }
     }
 
-    /// Carry one held line out and decide how it is released.
-    async fn act(&self, command: Command, item: &mut Item, line: &mut Line) {
+    /// The live state has more to take than the intent holds (it changed between the plan and the
+    /// lock): widen the record first, so the write-ahead still covers the change.
+    async fn widen(&self, item: &mut Item, held: &mut Held) {
+        if item.status != Status::Planned {
+            return;
+        }
+        let missing = |want: &Option<Vec<String>>, have: &[String]| -> Vec<String> {
+            want.iter().flatten().filter(|s| !have.contains(s)).cloned().collect()
+        };
+        let removed = missing(&item.removed_subnets, &held.record().removed_subnets);
+        let actions = missing(&item.actions, &held.record().actions);
+        if removed.is_empty() && actions.is_empty() {
+            return;
+        }
+        if let Err(e) = self.journal.widen(held, &removed, &actions).await {
+            item.fail(format!("{}; nothing changed", describe(&e)));
+        }
+    }
+
+    /// Carry one held line out and decide how it is released. A line whose batch was read again
+    /// longer than [`STALE`] ago (slow changes before it, such as `--pace`) is read again alone
+    /// first, so that no change is computed from an old read.
+    async fn act(&self, command: Command, item: &mut Item, line: &mut Line, read_at: Instant) {
+        if line.held.is_none() {
+            return;
+        }
+        if item.status == Status::Planned && read_at.elapsed() > STALE {
+            let mut alone = Line {
+                index: line.index,
+                held: line.held.take(),
+                outcome: Outcome::Untouched,
+            };
+            let mut plan_of_one = Plan {
+                items: vec![item.clone()],
+                ..Plan::empty(command)
+            };
+            alone.index = 0;
+            self.refresh_lines(&mut plan_of_one, command, vec![&mut alone]).await;
+            if let Some(fresh) = plan_of_one.items.pop() {
+                *item = fresh;
+            }
+            line.held = alone.held;
+        }
         let Some(held) = line.held.as_ref() else {
             return;
         };
@@ -543,13 +584,19 @@ impl Run<'_> {
         match acted {
             Ok(acted) => {
                 item.done();
+                line.outcome = match command {
+                    Command::Evacuate => Outcome::Evacuated {
+                        removed: item.removed_subnets.clone().unwrap_or_default(),
+                        actions: acted
+                            .actions
+                            .unwrap_or_else(|| item.actions.clone().unwrap_or_default()),
+                        replace_actions: acted.replace_actions,
+                    },
+                    Command::Recover => Outcome::Recovered,
+                };
                 if let Some(shown) = acted.shown {
                     item.actions = Some(shown);
                 }
-                line.outcome = match command {
-                    Command::Evacuate => Outcome::Evacuated { actions: acted.actions },
-                    Command::Recover => Outcome::Recovered,
-                };
                 if let Some(problem) = acted.problem {
                     item.fail(problem);
                 }
@@ -638,6 +685,12 @@ fn after_release(command: Command, item: &mut Item, result: Result<Released>) {
             };
             item.fail(format!("{}; {what}", describe(&e)));
         }
+        // Nothing was changed, but the intent could not be rolled back (or the lock released): the
+        // record claims more than was taken until a recover reads the live state. Not a success.
+        Err(e) if item.status != Status::Failed => item.fail(format!(
+            "nothing changed, but the journal could not be brought back ({}); recover reconciles it",
+            describe(&e)
+        )),
         Err(e) => tracing::warn!(resource = %item.resource, error = %describe(&e), "journal not brought up to date"),
     }
 }

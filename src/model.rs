@@ -203,6 +203,20 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// A plan for `command` with no lines yet.
+    pub fn empty(command: Command) -> Plan {
+        Plan {
+            command,
+            region: String::new(),
+            az_id: None,
+            az_name: None,
+            request: Request::default(),
+            items: Vec::new(),
+            problems: Vec::new(),
+            stats: None,
+        }
+    }
+
     /// How many lines stand in each status.
     pub fn count(&self, status: Status) -> usize {
         self.items.iter().filter(|i| i.status == status).count()

@@ -55,9 +55,13 @@ impl Journal {
         let sizes: Vec<usize> = groups.iter().map(Vec::len).collect();
         for chunk in batches(&sizes, TRANSACTION_ITEMS) {
             let mut pending = chunk;
-            for _ in 0..CANCELLED_TRIES {
+            for attempt in 0..CANCELLED_TRIES {
                 if pending.is_empty() {
                     break;
+                }
+                // Resent after a cancellation (a conflict elsewhere, or throttling): back off first.
+                if attempt > 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(50 << attempt)).await;
                 }
                 pending = match self.transact(&groups, &pending).await {
                     Ok(()) => {

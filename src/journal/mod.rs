@@ -120,9 +120,6 @@ impl Journal {
         Ok(items.iter().map(parse).collect())
     }
 
-    /// Write-ahead: record that `removed` are being taken from `resource` in `az_id`, before the
-    /// change is made. With an existing record the removed subnets are merged into it (a re-run never
-
     /// The records a command starts from, by type: for one AZ from the base table with a strongly
     /// consistent query (a record written a moment ago must be seen), for every AZ through the type
     /// index (eventually consistent: recovering every zone is not a race-time operation). Items that

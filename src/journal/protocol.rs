@@ -193,10 +193,16 @@ impl Held {
 /// How a held line ended, for [`Journal::release`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// The resource was evacuated. `actions`: what was actually done (`None`: as written ahead).
+    /// The resource was evacuated: the done mark holds what earlier runs took plus what this run
+    /// took as computed from the fresh read (not the plan's guess, which the intent may hold).
     Evacuated {
-        /// The actions done, kept together with those of earlier runs.
-        actions: Option<Vec<String>>,
+        /// The subnets this run took.
+        removed: Vec<String>,
+        /// The actions this run did.
+        actions: Vec<String>,
+        /// Whether this run's actions replace the earlier ones instead of joining them (a zonal
+        /// shift record names the one shift in force; a node keeps every cordon azevac made).
+        replace_actions: bool,
     },
     /// The resource was recovered: delete the record.
     Recovered,
@@ -384,7 +390,17 @@ impl Journal {
     /// the lock): widen the record first, so the write-ahead still covers the change.
     pub async fn widen(&self, held: &mut Held, removed: &[String], actions: &[String]) -> Result<()> {
         let (write, widened) = widen_write(&held.record, removed, actions);
-        self.commit_one(&write).await?;
+        match self.commit_one(&write).await {
+            Ok(()) => {}
+            // An answer lost and the write sent again fails its own condition: our write landed
+            // if the record is now exactly the widened one (the lock keeps everyone else out).
+            Err(e) if e.is_conflict() => match self.record_of(&widened.az_id, &widened.resource).await? {
+                Some(Ok(stored))
+                    if stored.version == widened.version && stored.removed_subnets == widened.removed_subnets => {}
+                _ => return Err(e),
+            },
+            Err(e) => return Err(e),
+        }
         held.record = widened;
         Ok(())
     }
@@ -415,7 +431,7 @@ impl Journal {
             group.push(unlock_write(key, &lease.run_id));
         }
         let outcomes = self.commit(groups).await;
-        let mut group_ok: Vec<bool> = outcomes.iter().map(Result::is_ok).collect();
+        let group_ok: Vec<bool> = outcomes.iter().map(Result::is_ok).collect();
         // A group that failed: its writes one by one, so that a lost lock does not cost the record.
         let mut results: Vec<Result<Released>> = Vec::new();
         for ((_, outcome), (k, write, left)) in lines.into_iter().zip(planned) {
@@ -448,7 +464,6 @@ impl Journal {
                 if let Err(e) = self.commit_one(&unlock_write(key, &lease.run_id)).await {
                     tracing::debug!(resource = %key, error = %crate::error::describe(&e), "lock not released (not ours any more)");
                 }
-                group_ok[k] = true;
             }
             lease.drop_key(key);
         }
@@ -459,26 +474,48 @@ impl Journal {
     /// a delete is refused (someone journalled something since); a roll-back is left (the record
     /// then claims a little more than was taken, which recover handles as a no-op).
     async fn after_conflict(&self, outcome: &Outcome, left: Option<Record>, err: Error) -> Result<Released> {
+        let (az_id, resource) = match &err {
+            Error::JournalConflict { az_id, resource, .. } => (az_id.clone(), resource.clone()),
+            _ => return Err(err),
+        };
         match outcome {
             Outcome::Evacuated { .. } => match left {
                 Some(meant) => self.repair(meant).await,
                 None => Err(err),
             },
+            // A delete whose answer was lost and that the SDK sent again fails its own condition:
+            // the record being gone is the delete having happened.
+            Outcome::Recovered => match self.record_of(&az_id, &resource).await? {
+                None => Ok(Released {
+                    record: None,
+                    repaired: false,
+                }),
+                Some(_) => Err(err),
+            },
+            // The record then claims a little more than was taken: recover reads the live state.
             Outcome::Untouched => Ok(Released {
-                record: None,
+                record: self.record_of(&az_id, &resource).await?.and_then(Result::ok),
                 repaired: false,
             }),
-            Outcome::Recovered | Outcome::Failed => Err(err),
+            Outcome::Failed => Err(err),
         }
     }
 
     /// Make sure the stored record holds at least what `meant` does: write it back if it is gone,
     /// widen it if it lacks some of it.
     async fn repair(&self, meant: Record) -> Result<Released> {
-        const TRIES: usize = 4;
-        for _ in 0..TRIES {
-            let stored = match self.record_of(&meant.az_id, &meant.resource).await? {
-                None => {
+        const TRIES: u32 = 6;
+        let mut last = None;
+        for attempt in 0..TRIES {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+            }
+            let stored = match self.record_of(&meant.az_id, &meant.resource).await {
+                Err(e) => {
+                    last = Some(e);
+                    continue;
+                }
+                Ok(None) => {
                     match self.commit_one(&recreate_write(&meant)).await {
                         Ok(()) => {
                             return Ok(Released {
@@ -486,11 +523,11 @@ impl Journal {
                                 repaired: true,
                             })
                         }
-                        Err(e) if e.is_conflict() => continue,
-                        Err(e) => return Err(e),
+                        Err(e) => last = Some(e),
                     };
+                    continue;
                 }
-                Some(stored) => stored?,
+                Ok(Some(stored)) => stored?,
             };
             let covers = |have: &[String], want: &[String]| want.iter().all(|w| have.contains(w));
             if covers(&stored.removed_subnets, &meant.removed_subnets) && covers(&stored.actions, &meant.actions) {
@@ -507,14 +544,22 @@ impl Journal {
                         repaired: true,
                     })
                 }
-                Err(e) if e.is_conflict() => continue,
-                Err(e) => return Err(e),
+                Err(e) => last = Some(e),
             }
         }
+        // The one thing azevac must never do silently: say exactly what is not journalled.
+        let why = last.map(|e| crate::error::describe(&e)).unwrap_or_default();
+        eprintln!(
+            "azevac: NOT JOURNALLED: {} in {} lost {} and actions [{}]; write this down and put it back by hand ({why})",
+            meant.resource,
+            meant.az_id,
+            meant.removed_subnets.join(", "),
+            meant.actions.join(", ")
+        );
         Err(Error::JournalConflict {
             az_id: meant.az_id.clone(),
             resource: meant.resource.clone(),
-            source: "the record kept changing while azevac wrote back what it took".into(),
+            source: format!("the record could not be written back ({why})").into(),
         })
     }
 }
@@ -523,14 +568,21 @@ impl Journal {
 fn release_write(held: &Held, outcome: &Outcome, now: &str) -> (Option<Write>, Option<Record>) {
     let record = &held.record;
     match outcome {
-        Outcome::Evacuated { actions } => {
-            let actions = match actions {
-                // Earlier runs' actions stay: a re-run in another mode never forgets a cordon.
-                Some(done) => union(held.prior.as_ref().map_or(&[][..], |p| &p.actions), done),
-                None => record.actions.clone(),
+        Outcome::Evacuated {
+            removed,
+            actions,
+            replace_actions,
+        } => {
+            let prior = held.prior.as_ref();
+            // Earlier runs' subnets and actions stay: a re-run in another mode never forgets a cordon.
+            let removed = union(prior.map_or(&[][..], |p| &p.removed_subnets), removed);
+            let actions = match replace_actions {
+                true => actions.clone(),
+                false => union(prior.map_or(&[][..], |p| &p.actions), actions),
             };
             let (write, done) = finish_write(
                 &Record {
+                    removed_subnets: removed,
                     actions,
                     ..record.clone()
                 },
@@ -582,5 +634,103 @@ impl Refusal {
             Refusal::Locked(lock) => format!("locked by run {}", lock.run_id),
             Refusal::Other(e) => crate::error::describe(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::State;
+
+    fn record(removed: &[&str], actions: &[&str], version: u64) -> Record {
+        Record {
+            az_id: "use1-az2".into(),
+            resource: "arn:web".into(),
+            resource_type: "asg".into(),
+            removed_subnets: removed.iter().map(|s| s.to_string()).collect(),
+            state: State::Intent,
+            version,
+            resource_name: Some("web".into()),
+            original_subnets: vec![],
+            actions: actions.iter().map(|s| s.to_string()).collect(),
+            run_id: None,
+            evacuated_by: None,
+            reason: None,
+            azevac_version: None,
+            created_at: None,
+            updated_at: None,
+        }
+    }
+
+    fn held(intent: Record, prior: Option<Record>) -> Held {
+        Held {
+            key: intent.resource.clone(),
+            record: intent,
+            prior,
+            recovering: false,
+        }
+    }
+
+    fn strings(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_done_mark_holds_what_the_fresh_read_took_not_the_plans_guess() {
+        // Planned {b, c}; by the time of the lock someone had removed b: only c was taken.
+        let h = held(record(&["b", "c"], &[], 1), None);
+        let outcome = Outcome::Evacuated {
+            removed: strings(&["c"]),
+            actions: vec![],
+            replace_actions: false,
+        };
+        let (_, done) = release_write(&h, &outcome, "now");
+        let done = done.expect("a done record");
+        assert_eq!(done.removed_subnets, ["c"]);
+        assert_eq!(done.state, State::Done);
+        assert_eq!(done.version, 2);
+    }
+
+    #[test]
+    fn earlier_runs_are_kept_and_a_zonal_shift_replaces_its_expired_predecessor() {
+        let prior = record(&["b"], &["cordon"], 3);
+        let h = held(record(&["b"], &["cordon", "taint:x"], 4), Some(prior.clone()));
+        let joined = Outcome::Evacuated {
+            removed: vec![],
+            actions: strings(&["taint:x"]),
+            replace_actions: false,
+        };
+        let done = release_write(&h, &joined, "now").1.expect("done");
+        assert_eq!(done.actions, ["cordon", "taint:x"], "a re-run never forgets a cordon");
+        assert_eq!(done.removed_subnets, ["b"]);
+
+        let shift = held(
+            record(&[], &["zonal-shift:OLD", "start zonal shift"], 4),
+            Some(record(&[], &["zonal-shift:OLD"], 3)),
+        );
+        let replaced = Outcome::Evacuated {
+            removed: vec![],
+            actions: strings(&["zonal-shift:NEW"]),
+            replace_actions: true,
+        };
+        let done = release_write(&shift, &replaced, "now").1.expect("done");
+        assert_eq!(done.actions, ["zonal-shift:NEW"], "the record names the shift in force");
+    }
+
+    #[test]
+    fn an_untouched_intent_rolls_back_and_a_failed_one_stays() {
+        let new = held(record(&["b"], &[], 1), None);
+        assert!(
+            release_write(&new, &Outcome::Untouched, "now").1.is_none(),
+            "a new intent goes"
+        );
+        let prior = record(&["a"], &[], 5);
+        let over = held(record(&["a", "b"], &[], 6), Some(prior.clone()));
+        let restored = release_write(&over, &Outcome::Untouched, "now").1.expect("restored");
+        assert_eq!(restored.removed_subnets, prior.removed_subnets);
+        assert_eq!(restored.version, 7);
+        let (write, kept) = release_write(&over, &Outcome::Failed, "now");
+        assert!(write.is_none(), "a failed change leaves the intent for recover");
+        assert_eq!(kept.expect("kept").removed_subnets, ["a", "b"]);
     }
 }

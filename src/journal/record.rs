@@ -19,7 +19,8 @@ pub struct Lock {
     pub caller: String,
     /// The lease's end, in seconds since the Unix epoch (wall clock of the holder).
     pub lease_expires_at: u64,
-    /// The holder's host name (empty: unknown).
+    /// Where the holder runs: host name, boot ID and PID namespace (empty: unknown), so that two
+    /// containers sharing a host name are never taken for one machine.
     pub host: String,
     /// The holder's process ID on that host.
     pub pid: u32,
@@ -37,9 +38,10 @@ impl Lock {
         self.lease_expires_at >= epoch_seconds()
     }
 
-    /// Whether the holder is a process of this host that no longer runs: a run that crashed or was
-    /// killed here, whose locks the operator's next run may take over at once instead of waiting
-    /// out the lease. Only judged where the host is known and processes can be seen (`/proc`).
+    /// Whether the holder is a process of this machine (same host name, same boot, same PID
+    /// namespace) that no longer runs: a run that crashed or was killed here, whose locks the
+    /// operator's next run may take over at once instead of waiting out the lease. Only judged where
+    /// all three are known and processes can be seen (`/proc`); a reused PID looks alive (waits).
     pub fn holder_is_gone(&self) -> bool {
         let here = host_name();
         let proc = std::path::Path::new("/proc");
@@ -51,12 +53,23 @@ impl Lock {
     }
 }
 
-/// This machine's host name (empty when it cannot be read).
+/// Where this process runs: `HOSTNAME/BOOT_ID/PID_NAMESPACE` (empty when any part cannot be read,
+/// and then no lock is ever taken over as a dead local holder's).
 pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_default()
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .map(|t| t.trim().to_owned())
+            .unwrap_or_default()
+    };
+    let host = read("/proc/sys/kernel/hostname");
+    let boot = read("/proc/sys/kernel/random/boot_id");
+    let namespace = std::fs::read_link("/proc/self/ns/pid")
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    if host.is_empty() || boot.is_empty() || namespace.is_empty() {
+        return String::new();
+    }
+    format!("{host}/{boot}/{namespace}")
 }
 
 /// Seconds since the Unix epoch, now.

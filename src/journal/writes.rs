@@ -336,11 +336,15 @@ pub(super) fn finish_write(record: &Record, now: &str) -> (Write, Record) {
     let mut write = Write {
         az_id: record.az_id.clone(),
         resource: record.resource.clone(),
-        kind: WriteKind::Update("SET #state = :done, #version = :next, updated_at = :now, actions = :actions".into()),
+        kind: WriteKind::Update(
+            "SET #state = :done, #version = :next, updated_at = :now, actions = :actions, removed_subnets = :removed"
+                .into(),
+        ),
         ..Write::versioned(record.version).naming_state()
     };
     write.values.extend([
         (":actions".to_owned(), list(&record.actions)),
+        (":removed".to_owned(), list(&record.removed_subnets)),
         (":done".to_owned(), s(State::Done.as_str())),
         (":next".to_owned(), n(done.version)),
         (":now".to_owned(), s(now)),

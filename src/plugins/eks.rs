@@ -546,6 +546,7 @@ impl Plugin for Nodes {
             actions: Some(actions),
             problem: (!notes.is_empty()).then(|| format!("cordoned, but {}", notes.join("; "))),
             shown: None,
+            replace_actions: false,
         })
     }
 

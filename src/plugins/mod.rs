@@ -159,6 +159,8 @@ pub struct Acted {
     pub problem: Option<String>,
     /// What carrying it out showed, in the operator's words (the shift ID started).
     pub shown: Option<Vec<String>>,
+    /// Whether `actions` replace what earlier runs journalled instead of joining it.
+    pub replace_actions: bool,
 }
 
 /// A kind of zonal action. Implementations make plain service calls; the engine journals, locks,

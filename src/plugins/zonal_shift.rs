@@ -299,6 +299,8 @@ impl Plugin for ZonalShifts {
             actions: Some(vec![started_action(&id)]),
             problem: None,
             shown: Some(vec![format!("started zonal shift {id} away from {}", line.az_id)]),
+            // The record names the one shift in force: an expired earlier one must not shadow it.
+            replace_actions: true,
         })
     }
 
