@@ -111,7 +111,7 @@ pub struct Wait {
     #[arg(long)]
     pub wait: bool,
     /// How long `--wait` waits at most, e.g. 15m or 90s.
-    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_wait)]
     pub wait_timeout: std::time::Duration,
 }
 
@@ -160,7 +160,7 @@ pub struct Evacuate {
     #[arg(long, value_enum, default_value_t = crate::plugins::eks::Mode::Noexecute)]
     pub k8s_mode: crate::plugins::eks::Mode,
     /// How long `--k8s-mode drain` retries evictions a PodDisruptionBudget refuses, per node.
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_wait)]
     pub drain_timeout: std::time::Duration,
     /// Why, recorded in every journal record this run writes (e.g. an incident ticket).
     #[arg(long, value_name = "TEXT")]
@@ -295,6 +295,16 @@ impl ShiftCancel {
             ..Request::default()
         }
     }
+}
+
+/// `--wait-timeout`, `--drain-timeout`: a duration of at most 7 days (longer is a typo, and would
+/// overflow the clock arithmetic of the waits).
+fn parse_wait(text: &str) -> Result<std::time::Duration, String> {
+    let wait = humantime::parse_duration(text).map_err(|e| format!("{e} (e.g. 15m or 90s)"))?;
+    if wait > std::time::Duration::from_secs(7 * 24 * 3600) {
+        return Err("at most 7 days (e.g. 15m or 2h)".into());
+    }
+    Ok(wait)
 }
 
 /// `--lease`: a duration between 2 seconds and 1 hour.

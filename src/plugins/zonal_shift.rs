@@ -501,10 +501,12 @@ impl Shifts {
 /// `--expires-in`: ARC takes minutes (1–4320) or hours (1–72), e.g. `180m`, `3h`. Checked before
 /// anything is changed, so a typo is a one-line error rather than a half-started evacuation.
 pub fn parse_expires_in(text: &str) -> std::result::Result<String, String> {
-    let (number, unit) = text.split_at(text.len().saturating_sub(1));
+    // Split before the last character, not the last byte: the unit may be any character typed.
+    let unit = text.chars().last();
+    let number = &text[..text.len() - unit.map_or(0, char::len_utf8)];
     let max = match unit {
-        "m" => 4320,
-        "h" => 72,
+        Some('m') => 4320,
+        Some('h') => 72,
         _ => 0,
     };
     match number.parse::<u32>() {
