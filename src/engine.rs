@@ -529,8 +529,9 @@ impl Run<'_> {
             return;
         }
         if item.status == Status::Planned && read_at.elapsed() > STALE {
+            // The line alone, as line 0 of a plan of one.
             let mut alone = Line {
-                index: line.index,
+                index: 0,
                 held: line.held.take(),
                 outcome: Outcome::Untouched,
             };
@@ -538,7 +539,6 @@ impl Run<'_> {
                 items: vec![item.clone()],
                 ..Plan::empty(command)
             };
-            alone.index = 0;
             self.refresh_lines(&mut plan_of_one, command, vec![&mut alone]).await;
             if let Some(fresh) = plan_of_one.items.pop() {
                 *item = fresh;

@@ -469,6 +469,64 @@ async fn issue_12_a_lost_done_mark_is_written_back() {
     assert_none(&problems);
 }
 
+/// A change is never computed from a stale read: one resource at a time, `a`'s update is held past
+/// the engine's staleness bound (5 s) while someone adds a subnet to `b`; `b`'s turn then reads `b`
+/// again and keeps that subnet (the batch read, made before the hold, did not have it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_12_a_slow_batch_reads_each_resource_again_before_its_change() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk(&moto).await;
+    let (seeded, _) = fresh(&moto, &sdk).await;
+    proxy.set(Faults::default());
+    proxy.hold(update_of("a"));
+    let args = [
+        "evacuate",
+        "--az-id",
+        ZONE,
+        "--type",
+        "asg",
+        "--concurrency",
+        "1",
+        "--yes",
+        "--output",
+        "json",
+    ];
+    let mut first = Running::start(&proxy.endpoint, &args);
+    assert!(
+        proxy.wait_held(Some(&mut first.child), HOLD_WAIT).is_some(),
+        "a's update never came"
+    );
+    // Someone adds a subnet to b while azevac is busy with a (the staleness bound is time itself).
+    let (az2, az3, az1) = (
+        seeded.subnet("main", ZONE),
+        seeded.subnet("main", AZ3),
+        seeded.subnet("main", AZ1),
+    );
+    aws_sdk_autoscaling::Client::new(&sdk)
+        .update_auto_scaling_group()
+        .auto_scaling_group_name("b")
+        .vpc_zone_identifier([az2.as_str(), az3.as_str(), az1.as_str()].join(","))
+        .send()
+        .await
+        .expect("someone else's update of b");
+    std::thread::sleep(Duration::from_millis(5500));
+    proxy.release();
+    let run = first.finish(RUN_WAIT).expect("evacuate finished");
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let b = snapshot(&sdk).await.0["b"].clone();
+    assert_eq!(b, vec![az3, az1.clone()], "b keeps the subnet added during the run");
+    let record = journal_items(&sdk)
+        .await
+        .into_iter()
+        .find(|i| attr_s(i, "resource_name") == "b")
+        .expect("b's record");
+    assert_eq!(attr_list(&record, "removed_subnets"), vec![az2.clone()]);
+    azevac(&moto, &["recover", "--yes"]).expect_code(0);
+    assert!(snapshot(&sdk).await.0["b"].contains(&az1), "recover keeps it too");
+    assert!(table_items(&sdk).await.is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_12_path_2_a_planned_list_never_overwrites_a_later_change() {
     let moto = Moto::start();
