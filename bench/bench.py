@@ -122,6 +122,20 @@ def seed(port, n_asg, n_ecs, n_lambda, tag_for_peer):
                                     Code={"ZipFile": buf.getvalue()}, VpcConfig={"SubnetIds": subnets, "SecurityGroupIds": [sg]})
 
 
+def start_moto(server):
+    """Start a moto server on a free port and wait until it answers; returns (process, port)."""
+    port = free_port()
+    moto = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.1)
+    return moto, port
+
+
 def reset(port):
     urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/moto-api/reset", method="POST"))
 
@@ -192,16 +206,8 @@ def main():
     parser.add_argument("--skip-peer", action="store_true", help="azevac only (the peer needs ~8 min per round trip at 1,000)")
     args = parser.parse_args()
 
-    moto_port = free_port()
-    moto = subprocess.Popen([os.path.join(ROOT, ".venv-bench", "bin", "moto_server"), "-H", "127.0.0.1", "-p", str(moto_port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    moto, moto_port = start_moto(os.path.join(ROOT, ".venv-bench", "bin", "moto_server"))
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{moto_port}/moto-api/", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
         rows = []
         for n in [int(s) for s in args.sizes.split(",")]:
             # 1. ASGs only, no added latency: azevac and the peer on the same estate.

@@ -17,10 +17,9 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import ROOT, TARGET_ID, env_for, free_port, seed  # noqa: E402
+from bench import ROOT, TARGET_ID, env_for, seed, start_moto  # noqa: E402
 
 
 def main():
@@ -28,16 +27,8 @@ def main():
     parser.add_argument("--groups", type=int, default=1000)
     parser.add_argument("--binary", default=os.path.join(ROOT, "target", "debug", "azevac"))
     args = parser.parse_args()
-    port = free_port()
-    moto = subprocess.Popen([os.path.join(ROOT, ".venv-moto", "bin", "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    moto, port = start_moto(os.path.join(ROOT, ".venv-moto", "bin", "moto_server"))
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
         seed(port, args.groups, 0, 0, False)
         env = env_for(port)
         subprocess.run([args.binary, "init"], env=env, check=True, stdout=subprocess.DEVNULL)
