@@ -1,7 +1,10 @@
 //! One `SdkConfig` for every client, built by the SDK's own configuration chain so that profiles,
 //! SSO, environment variables and `AWS_ENDPOINT_URL` work exactly as they do for the AWS CLI.
 
+use std::time::Duration;
+
 use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 
 use crate::{Error, Result};
@@ -19,6 +22,10 @@ pub struct Connection {
     pub profile: Option<String>,
     /// `--endpoint-url`, overriding `AWS_ENDPOINT_URL` (an emulator, a VPC endpoint).
     pub endpoint_url: Option<String>,
+    /// `--attempt-timeout`: the longest one attempt of a call may take.
+    pub attempt_timeout: Option<Duration>,
+    /// `--operation-timeout`: the longest one call may take, retries included.
+    pub operation_timeout: Option<Duration>,
 }
 
 /// Load the shared SDK configuration. Fails with a clear message when no region can be found.
@@ -38,6 +45,16 @@ pub async fn load(conn: &Connection) -> Result<SdkConfig> {
     if std::env::var_os("AWS_RETRY_MODE").is_none() && std::env::var_os("AWS_MAX_ATTEMPTS").is_none() {
         loader = loader.retry_config(RetryConfig::adaptive().with_max_attempts(DEFAULT_MAX_ATTEMPTS));
     }
+    // The SDK sets no operation or attempt timeout of its own: without these, an endpoint that
+    // accepts the connection and never answers would hang azevac (and its locks) for ever.
+    let mut timeouts = TimeoutConfig::builder();
+    if let Some(attempt) = conn.attempt_timeout {
+        timeouts = timeouts.operation_attempt_timeout(attempt);
+    }
+    if let Some(operation) = conn.operation_timeout {
+        timeouts = timeouts.operation_timeout(operation);
+    }
+    loader = loader.timeout_config(timeouts.build());
     let config = loader.load().await;
     if config.region().is_none() {
         return Err(Error::BadInput(

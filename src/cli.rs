@@ -50,6 +50,15 @@ pub struct Global {
     #[arg(long, global = true, env = "AZEVAC_LEASE", hide_env_values = true, value_name = "DURATION", default_value = "2m",
           value_parser = parse_lease)]
     pub lease: std::time::Duration,
+    /// How long one attempt of an AWS call may take before it is abandoned and retried: a control
+    /// plane that accepts the connection and never answers must not hang the run.
+    #[arg(long, global = true, env = "AZEVAC_ATTEMPT_TIMEOUT", hide_env_values = true, value_name = "DURATION",
+          default_value = "30s", value_parser = parse_call_timeout)]
+    pub attempt_timeout: std::time::Duration,
+    /// How long one AWS call may take in all, retries and backoff included; then it fails.
+    #[arg(long, global = true, env = "AZEVAC_OPERATION_TIMEOUT", hide_env_values = true, value_name = "DURATION",
+          default_value = "3m", value_parser = parse_call_timeout)]
+    pub operation_timeout: std::time::Duration,
     /// More log lines on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -305,6 +314,15 @@ fn parse_wait(text: &str) -> Result<std::time::Duration, String> {
         return Err("at most 7 days (e.g. 15m or 2h)".into());
     }
     Ok(wait)
+}
+
+/// `--attempt-timeout`, `--operation-timeout`: a duration between 1 second and 1 hour.
+fn parse_call_timeout(text: &str) -> Result<std::time::Duration, String> {
+    let timeout = humantime::parse_duration(text).map_err(|e| format!("{e} (e.g. 30s or 2m)"))?;
+    if !(std::time::Duration::from_secs(1)..=std::time::Duration::from_secs(3600)).contains(&timeout) {
+        return Err("a call timeout lies between 1s and 1h".into());
+    }
+    Ok(timeout)
 }
 
 /// `--lease`: a duration between 2 seconds and 1 hour.

@@ -105,11 +105,18 @@ pub async fn prepare(
                 records: &records,
                 request,
             };
-            let planned = futures::future::try_join_all(plugins.iter().map(|p| p.plan_evacuation(&scope))).await?;
-            plan.items = planned.into_iter().flatten().collect();
-            for plugin in &plugins {
-                plugin.review(&mut plan, &scope).await?;
+            let planned = futures::future::join_all(plugins.iter().map(|p| p.plan_evacuation(&scope))).await;
+            for (plugin, lines) in plugins.iter().zip(planned) {
+                match isolate(lines)? {
+                    Ok(lines) => plan.items.extend(lines),
+                    Err(e) => plan.problems.push(format!(
+                        "{}: could not be planned, so nothing of this type is changed: {}",
+                        plugin.resource_type(),
+                        describe(&e)
+                    )),
+                }
             }
+            review(&plugins, &mut plan, &scope).await?;
         }
         Command::Recover => {
             journal.require().await?;
@@ -126,11 +133,17 @@ pub async fn prepare(
             };
             for plugin in &plugins {
                 let records = by_type.remove(plugin.resource_type()).unwrap_or_default();
-                plan.items.extend(plugin.plan_recovery(records, &scope).await?);
+                let kept = records.len();
+                match isolate(plugin.plan_recovery(records, &scope).await)? {
+                    Ok(lines) => plan.items.extend(lines),
+                    Err(e) => plan.problems.push(format!(
+                        "{}: could not be planned, so its {kept} journal record(s) are kept for the next recover: {}",
+                        plugin.resource_type(),
+                        describe(&e)
+                    )),
+                }
             }
-            for plugin in &plugins {
-                plugin.review(&mut plan, &scope).await?;
-            }
+            review(&plugins, &mut plan, &scope).await?;
         }
     }
     // The plan lists lines in the order they are carried out: stage by stage, types in registry order.
@@ -143,6 +156,36 @@ pub async fn prepare(
     plan.items.sort_by_key(|item| stage(item));
     phases.end("discover and plan");
     Ok(Prepared { plan, phases, plugins })
+}
+
+/// One type's planning outcome, split by what it calls for. An error that needs the operator to
+/// change the input or the environment (exit 2: access denied, an endpoint that does not serve the
+/// API) stops the run before any change, as bad input does; any other failure of one type (a
+/// throttled or failing service, a resource that could not be read) is that type's problem only,
+/// and the other types carry on.
+fn isolate<T>(outcome: Result<T>) -> Result<Result<T>> {
+    match outcome {
+        Err(e) if e.exit_code() == 2 => Err(e),
+        other => Ok(other),
+    }
+}
+
+/// Let every plugin review the whole plan. A review is a safety check (the cross-zone guard), so a
+/// review that fails fails its type's planned lines rather than letting them go ahead unchecked.
+async fn review(plugins: &[Box<dyn Plugin>], plan: &mut Plan, scope: &Scope<'_>) -> Result<()> {
+    for plugin in plugins {
+        if let Err(e) = isolate(plugin.review(plan, scope).await)? {
+            let why = format!("could not be checked before the change: {}", describe(&e));
+            for item in plan
+                .items
+                .iter_mut()
+                .filter(|i| i.resource_type == plugin.resource_type() && i.status == Status::Planned)
+            {
+                item.fail(why.clone());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The longest wait a request may ask for: a week (and no overflow of the clock arithmetic).
@@ -184,6 +227,12 @@ pub fn validate(request: &Request) -> Result<()> {
 /// This zone's records by journal key, and the items that could not be read. A missing table
 /// means nothing was journalled yet (a real run creates it before the first write).
 async fn zone_records(journal: &Journal, az_id: &str) -> Result<(BTreeMap<String, Record>, Vec<String>)> {
+    // Someone else's table under the journal's name is refused before the plan, not queried.
+    match journal.check_schema().await {
+        Ok(()) => {}
+        Err(Error::TableMissing { .. }) => return Ok((BTreeMap::new(), Vec::new())),
+        Err(e) => return Err(e),
+    }
     let entries = match journal.in_zone(az_id).await {
         Ok(entries) => entries,
         Err(Error::TableMissing { .. }) => Vec::new(),

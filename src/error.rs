@@ -177,6 +177,15 @@ pub enum Error {
         source: BoxError,
     },
 
+    /// The call answered, but said that these resources could not be read (not that they are gone).
+    #[error("{operation} could not read {what}")]
+    Unreadable {
+        /// The call.
+        operation: &'static str,
+        /// Each resource with the service's reason.
+        what: String,
+    },
+
     /// Any other failed AWS call.
     #[error("{operation} failed")]
     Aws {

@@ -30,9 +30,11 @@ async fn main() {
 
 /// Logs go to stderr (stdout carries the plan or JSON): warnings by default, `-v` info, `-vv` debug.
 fn init_logging(verbose: u8) {
+    // The SDK's instance-metadata lookups warn in several long lines whenever azevac runs outside
+    // EC2 (every laptop), ahead of azevac's own one-line error: below -vv they stay quiet.
     let default = match verbose {
-        0 => "warn",
-        1 => "azevac=info,warn",
+        0 => "warn,aws_config::imds=off",
+        1 => "azevac=info,warn,aws_config::imds=off",
         _ => "azevac=debug,info",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

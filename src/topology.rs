@@ -9,6 +9,34 @@ use aws_sdk_ec2::types::Filter;
 
 use crate::{Error, Result};
 
+/// Attempts of the first call before an unreachable or non-EC2 endpoint is reported.
+const QUICK_ATTEMPTS: u32 = 2;
+
+/// What a failed `DescribeAvailabilityZones` means. Only an answer that is no EC2 answer at all (a
+/// 404 or an HTML page: the endpoint does not serve EC2 for this region) or an opt-in region that is
+/// not enabled is a wrong region; an EC2 error such as a 500 is EC2 failing, and says so.
+fn zones_error(
+    region: &str,
+    err: aws_sdk_ec2::error::SdkError<
+        aws_sdk_ec2::operation::describe_availability_zones::DescribeAvailabilityZonesError,
+        aws_smithy_runtime_api::http::Response,
+    >,
+) -> Error {
+    use aws_sdk_ec2::error::ProvideErrorMetadata;
+    let opt_in = err.code() == Some("OptInRequired");
+    match Error::from_sdk("ec2:DescribeAvailabilityZones", err) {
+        Error::Unsupported { source, .. } => Error::WrongRegion {
+            region: region.to_owned(),
+            source,
+        },
+        Error::Aws { source, .. } if opt_in => Error::WrongRegion {
+            region: region.to_owned(),
+            source,
+        },
+        other => other,
+    }
+}
+
 /// EC2 accepts at most 200 values in one filter.
 const FILTER_VALUES_PER_CALL: usize = 200;
 
@@ -39,18 +67,34 @@ impl Zones {
     }
 
     /// Read the region's zones that this account can use.
+    ///
+    /// This is the first call of every command, so it is where a wrong region or endpoint shows: an
+    /// endpoint that refuses connections or answers with something that is not EC2 fails after two
+    /// quick attempts instead of the whole retry budget, while a throttled or failing EC2 (an AWS
+    /// error, 5xx included) gets the normal patient retries and is reported as what it is.
     pub async fn load(ec2: &aws_sdk_ec2::Client, region: &str) -> Result<Self> {
-        let out = ec2.describe_availability_zones().send().await.map_err(|e| {
-            match Error::from_sdk("ec2:DescribeAvailabilityZones", e) {
-                // The first call of every command: an answer that makes no sense means a wrong
-                // region or endpoint far more often than a broken service.
-                Error::Aws { source, .. } | Error::Unsupported { source, .. } => Error::WrongRegion {
-                    region: region.to_owned(),
-                    source,
-                },
-                other => other,
-            }
-        })?;
+        let quick = aws_sdk_ec2::config::Builder::default()
+            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(QUICK_ATTEMPTS));
+        let first = ec2
+            .describe_availability_zones()
+            .customize()
+            .config_override(quick)
+            .send()
+            .await;
+        let out = match first.map_err(|e| zones_error(region, e)) {
+            Ok(out) => out,
+            Err(
+                e @ (Error::WrongRegion { .. }
+                | Error::Unreachable { .. }
+                | Error::NoCredentials { .. }
+                | Error::AccessDenied { .. }),
+            ) => return Err(e),
+            Err(_) => ec2
+                .describe_availability_zones()
+                .send()
+                .await
+                .map_err(|e| zones_error(region, e))?,
+        };
         let zones: Vec<Zone> = out
             .availability_zones()
             .iter()

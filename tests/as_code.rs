@@ -111,6 +111,8 @@ fn the_templates_create_the_journal_table_init_creates() {
         format!("IndexName: {TYPE_INDEX} KeySchema: - AttributeName: {TYPE_ATTR} KeyType: HASH - AttributeName: {PK} KeyType: RANGE"),
         "BillingMode: PAY_PER_REQUEST".to_owned(),
         "ProjectionType: ALL".to_owned(),
+        "DeletionProtectionEnabled: true".to_owned(),
+        "PointInTimeRecoverySpecification: PointInTimeRecoveryEnabled: true".to_owned(),
     ] {
         assert!(cfn.contains(&expected), "CloudFormation template lacks {expected:?}");
     }
@@ -119,6 +121,8 @@ fn the_templates_create_the_journal_table_init_creates() {
         format!("hash_key = \"{PK}\" range_key = \"{SK}\""),
         format!("name = \"{TYPE_INDEX}\" hash_key = \"{TYPE_ATTR}\" range_key = \"{PK}\" projection_type = \"ALL\""),
         "billing_mode = \"PAY_PER_REQUEST\"".to_owned(),
+        "deletion_protection_enabled = true".to_owned(),
+        "point_in_time_recovery { enabled = true }".to_owned(),
     ] {
         assert!(tf.contains(&expected), "Terraform template lacks {expected:?}");
     }
@@ -160,6 +164,107 @@ async fn init_creates_the_table_the_templates_describe() {
             (PK.to_owned(), "RANGE".to_owned())
         ]
     );
+    assert_protected(&sdk).await;
+}
+
+/// Deletion protection and point-in-time recovery are on (issue 13), as the templates have them.
+async fn assert_protected(sdk: &aws_config::SdkConfig) {
+    let client = aws_sdk_dynamodb::Client::new(sdk);
+    let table = client
+        .describe_table()
+        .table_name(common::TABLE)
+        .send()
+        .await
+        .expect("DescribeTable")
+        .table
+        .expect("table");
+    assert_eq!(table.deletion_protection_enabled(), Some(true), "deletion protection");
+    let backups = client
+        .describe_continuous_backups()
+        .table_name(common::TABLE)
+        .send()
+        .await
+        .expect("DescribeContinuousBackups");
+    let status = backups
+        .continuous_backups_description()
+        .and_then(|c| c.point_in_time_recovery_description())
+        .and_then(|p| p.point_in_time_recovery_status())
+        .map(|s| s.as_str().to_owned());
+    assert_eq!(status.as_deref(), Some("ENABLED"), "point-in-time recovery");
+}
+
+/// Issue 13: an unprotected journal (made by hand, or by an older azevac) is reported by status
+/// and evacuate in one line, and `init` turns on what is missing; a table with other keys is
+/// refused with what differs (exit 2) and is never written to.
+#[tokio::test]
+async fn issue_13_the_journal_is_protected_and_a_foreign_table_is_refused() {
+    use aws_sdk_dynamodb::types::{AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType};
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    let client = aws_sdk_dynamodb::Client::new(&sdk);
+    let create = |name: &'static str, keys: &'static [(&'static str, KeyType)]| {
+        let mut request = client
+            .create_table()
+            .table_name(name)
+            .billing_mode(BillingMode::PayPerRequest);
+        for (key, kind) in keys {
+            request = request
+                .attribute_definitions(
+                    AttributeDefinition::builder()
+                        .attribute_name(*key)
+                        .attribute_type(ScalarAttributeType::S)
+                        .build()
+                        .expect("attribute"),
+                )
+                .key_schema(
+                    KeySchemaElement::builder()
+                        .attribute_name(*key)
+                        .key_type(kind.clone())
+                        .build()
+                        .expect("key"),
+                );
+        }
+        request.send()
+    };
+    create("someone-elses", &[("id", KeyType::Hash)])
+        .await
+        .expect("foreign table");
+    for args in [
+        &["--table", "someone-elses", "status"][..],
+        &["--table", "someone-elses", "recover", "--yes"],
+        &["--table", "someone-elses", "evacuate", "--az-id", "use1-az2", "--yes"],
+    ] {
+        let run = azevac(&moto, args).expect_code(2);
+        assert!(
+            run.stderr.contains("is not an azevac journal: its keys are id (HASH)"),
+            "{}",
+            run.stderr
+        );
+    }
+    let scan = client.scan().table_name("someone-elses").send().await.expect("scan");
+    assert_eq!(scan.count(), 0, "nothing written to someone else's table");
+
+    // A journal without protection: warned about, then protected by init.
+    azevac(&moto, &["init"]).expect_code(0);
+    client
+        .update_table()
+        .table_name(common::TABLE)
+        .deletion_protection_enabled(false)
+        .send()
+        .await
+        .expect("protection off");
+    let status = azevac(&moto, &["status"]).expect_code(0);
+    let warnings: Vec<&str> = status.stderr.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{}", status.stderr);
+    assert!(warnings[0].contains("no deletion protection"), "{}", warnings[0]);
+    assert!(warnings[0].contains("azevac init"), "{}", warnings[0]);
+    let init = azevac(&moto, &["init"]).expect_code(0);
+    assert!(init.stdout.contains("turned on deletion protection"), "{}", init.stdout);
+    assert_protected(&sdk).await;
+    let again = azevac(&moto, &["init"]).expect_code(0);
+    assert!(again.stdout.contains("nothing to do"), "{}", again.stdout);
+    let quiet = azevac(&moto, &["status"]).expect_code(0);
+    assert!(!quiet.stderr.contains("warning"), "{}", quiet.stderr);
 }
 
 #[test]

@@ -6,16 +6,37 @@ use crate::Result;
 /// Run `azevac init`; returns the exit code.
 pub async fn run(ctx: &Context) -> Result<i32> {
     let created = ctx.journal.create().await?;
+    // An existing journal gets the protection a new one is created with.
+    let turned_on = if created {
+        Vec::new()
+    } else {
+        ctx.journal.protect().await?
+    };
     let table = ctx.journal.table();
     match (ctx.output, created) {
         (crate::cli::Output::Json, _) => {
             println!(
                 "{}",
-                serde_json::json!({ "table": table, "region": ctx.region, "created": created })
+                serde_json::json!({
+                    "table": table,
+                    "region": ctx.region,
+                    "created": created,
+                    "turned_on": turned_on,
+                })
             );
         }
-        (_, true) => println!("created journal table {table} in {}", ctx.region),
-        (_, false) => println!("journal table {table} already exists in {}: nothing to do", ctx.region),
+        (_, true) => println!(
+            "created journal table {table} in {} (deletion protection and point-in-time recovery on)",
+            ctx.region
+        ),
+        (_, false) if turned_on.is_empty() => {
+            println!("journal table {table} already exists in {}: nothing to do", ctx.region)
+        }
+        (_, false) => println!(
+            "journal table {table} already exists in {}: turned on {}",
+            ctx.region,
+            turned_on.join(" and ")
+        ),
     }
     Ok(EXIT_OK)
 }

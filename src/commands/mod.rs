@@ -56,6 +56,8 @@ impl Context {
             region: global.region.clone(),
             profile: global.profile.clone(),
             endpoint_url: global.endpoint_url.clone(),
+            attempt_timeout: Some(global.attempt_timeout),
+            operation_timeout: Some(global.operation_timeout),
         })
         .await?;
         Ok(Context {
@@ -138,8 +140,12 @@ impl Context {
             eprintln!("azevac: nothing changed");
             return Ok(EXIT_OK);
         }
-        if plan.command == Command::Evacuate && self.journal.create().await? {
-            eprintln!("azevac: created journal table {}", self.journal.table());
+        if plan.command == Command::Evacuate {
+            if self.journal.create().await? {
+                eprintln!("azevac: created journal table {}", self.journal.table());
+            } else {
+                self.warn_if_unprotected().await;
+            }
         }
         let audit = self.audit(plan.request.reason.clone()).await;
         let settings = Settings {
@@ -152,6 +158,22 @@ impl Context {
         self.attach_stats(&mut plan, &phases);
         crate::report::print(&plan, self.output, crate::report::Phase::Result);
         Ok(exit_code(&plan))
+    }
+
+    /// One warning line when the journal lacks deletion protection or point-in-time recovery; a
+    /// check that fails is a warning too, never a reason to stop an evacuation.
+    async fn warn_if_unprotected(&self) {
+        match self.journal.protection().await {
+            Ok(protection) => {
+                if let Some(warning) = protection.warning(self.journal.table()) {
+                    eprintln!("azevac: warning: {warning}");
+                }
+            }
+            Err(e) => eprintln!(
+                "azevac: warning: could not check the journal's protection: {}",
+                crate::report::clean(&describe(&e))
+            ),
+        }
     }
 
     /// With `--stats`: attach the counts and times to the plan and print them on stderr.

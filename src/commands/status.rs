@@ -13,7 +13,10 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
             .await?
             .resolve(az_id)?;
     }
-    ctx.journal.require().await?;
+    let protection = ctx.journal.require().await?;
+    if let Some(warning) = protection.warning(ctx.journal.table()) {
+        eprintln!("azevac: warning: {warning}");
+    }
     let mut records = Vec::new();
     let mut problems = Vec::new();
     let selected = crate::plugins::types()

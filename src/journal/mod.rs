@@ -29,6 +29,7 @@ pub use commit::batches;
 pub use protocol::{Ahead, Heartbeat, Held, Lease, Outcome, Released, DEFAULT_LEASE};
 pub use record::Lock;
 use record::{parse, parse_lock, s};
+pub use table::Protection;
 
 /// The table name used when `--table` is not given.
 pub const DEFAULT_TABLE: &str = "azevac-journal";

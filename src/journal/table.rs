@@ -2,10 +2,11 @@
 //! one, and say clearly when it is missing.
 
 use aws_sdk_dynamodb::client::Waiters;
-use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata};
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
-    ScalarAttributeType, TableStatus,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
+    PointInTimeRecoverySpecification, PointInTimeRecoveryStatus, Projection, ProjectionType, ScalarAttributeType,
+    TableStatus,
 };
 
 use super::{Journal, PK, SK, TYPE_ATTR, TYPE_INDEX};
@@ -25,30 +26,101 @@ impl Journal {
         }
     }
 
-    /// Fail with a message naming `azevac init` when the table does not exist.
-    pub async fn require(&self) -> Result<()> {
-        match self.client.describe_table().table_name(&self.table).send().await {
-            Ok(_) => Ok(()),
-            Err(e) => Err(self.map_err("dynamodb:DescribeTable", e)),
-        }
+    /// Fail with a message naming `azevac init` when the table does not exist, and refuse (exit 2,
+    /// saying what differs) a table that is not a journal; otherwise say how it is protected.
+    pub async fn require(&self) -> Result<Protection> {
+        self.check_schema().await?;
+        self.protection().await
     }
 
-    /// Create the table and its index (on-demand billing) and wait until it is ACTIVE.
-    /// Returns false, changing nothing, when a table with the same keys already exists.
+    /// Whether the table is protected against deletion and can be restored to a point in time.
+    /// A check that is itself denied reads as unknown, not as unprotected.
+    pub async fn protection(&self) -> Result<Protection> {
+        let table = self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+            .map_err(|e| self.map_err("dynamodb:DescribeTable", e))?;
+        let deletion_protection = table.table().and_then(|t| t.deletion_protection_enabled()) == Some(true);
+        let point_in_time_recovery = match self
+            .client
+            .describe_continuous_backups()
+            .table_name(&self.table)
+            .send()
+            .await
+        {
+            Ok(out) => Some(
+                out.continuous_backups_description()
+                    .and_then(|c| c.point_in_time_recovery_description())
+                    .and_then(|p| p.point_in_time_recovery_status())
+                    == Some(&PointInTimeRecoveryStatus::Enabled),
+            ),
+            Err(e) => {
+                tracing::debug!(
+                    operation = "dynamodb:DescribeContinuousBackups",
+                    error = %DisplayErrorContext(&e),
+                    "cannot read the journal's backups"
+                );
+                None
+            }
+        };
+        Ok(Protection {
+            deletion_protection,
+            point_in_time_recovery,
+        })
+    }
+
+    /// Turn on deletion protection and point-in-time recovery where they are off; returns what
+    /// was turned on (nothing when both already were).
+    pub async fn protect(&self) -> Result<Vec<&'static str>> {
+        let now = self.protection().await?;
+        let mut turned_on = Vec::new();
+        if !now.deletion_protection {
+            self.client
+                .update_table()
+                .table_name(&self.table)
+                .deletion_protection_enabled(true)
+                .send()
+                .await
+                .map_err(|e| self.map_err("dynamodb:UpdateTable", e))?;
+            turned_on.push(DELETION_PROTECTION);
+        }
+        if now.point_in_time_recovery != Some(true) {
+            let pitr = PointInTimeRecoverySpecification::builder()
+                .point_in_time_recovery_enabled(true)
+                .build()
+                .map_err(|e| build_err("dynamodb:UpdateContinuousBackups", e))?;
+            self.client
+                .update_continuous_backups()
+                .table_name(&self.table)
+                .point_in_time_recovery_specification(pitr)
+                .send()
+                .await
+                .map_err(|e| self.map_err("dynamodb:UpdateContinuousBackups", e))?;
+            turned_on.push(POINT_IN_TIME_RECOVERY);
+        }
+        Ok(turned_on)
+    }
+
+    /// Create the table and its index (on-demand billing, deletion protection on) and wait until it
+    /// is ACTIVE, then turn on point-in-time recovery: the journal is the only record of what was
+    /// taken. Returns false, changing nothing, when a table with the same keys already exists.
     pub async fn create(&self) -> Result<bool> {
         let key = |name: &str, kind: KeyType| {
             KeySchemaElement::builder()
                 .attribute_name(name)
                 .key_type(kind)
                 .build()
-                .map_err(build_err)
+                .map_err(|e| build_err("dynamodb:CreateTable", e))
         };
         let attr = |name: &str| {
             AttributeDefinition::builder()
                 .attribute_name(name)
                 .attribute_type(ScalarAttributeType::S)
                 .build()
-                .map_err(build_err)
+                .map_err(|e| build_err("dynamodb:CreateTable", e))
         };
         let index = GlobalSecondaryIndex::builder()
             .index_name(TYPE_INDEX)
@@ -56,7 +128,7 @@ impl Journal {
             .key_schema(key(PK, KeyType::Range)?)
             .projection(Projection::builder().projection_type(ProjectionType::All).build())
             .build()
-            .map_err(build_err)?;
+            .map_err(|e| build_err("dynamodb:CreateTable", e))?;
         let created = self
             .client
             .create_table()
@@ -68,6 +140,7 @@ impl Journal {
             .key_schema(key(PK, KeyType::Hash)?)
             .key_schema(key(SK, KeyType::Range)?)
             .global_secondary_indexes(index)
+            .deletion_protection_enabled(true)
             .send()
             .await;
         match created {
@@ -87,11 +160,13 @@ impl Journal {
                 operation: "dynamodb:DescribeTable (waiting for ACTIVE)",
                 source: Box::new(e),
             })?;
+        self.protect().await?;
         Ok(true)
     }
 
-    /// Refuse a pre-existing table whose keys are not the journal's (it is someone else's table).
-    async fn check_schema(&self) -> Result<()> {
+    /// Refuse a pre-existing table whose keys are not the journal's (it is someone else's table):
+    /// exit 2 with what differs, before anything is written to it.
+    pub async fn check_schema(&self) -> Result<()> {
         let out = self
             .client
             .describe_table()
@@ -100,29 +175,33 @@ impl Journal {
             .await
             .map_err(|e| self.map_err("dynamodb:DescribeTable", e))?;
         let table = out.table();
-        let keys: Vec<(&str, &KeyType)> = table
+        let keys: Vec<(String, String)> = table
             .map(|t| {
                 t.key_schema()
                     .iter()
-                    .map(|k| (k.attribute_name(), k.key_type()))
+                    .map(|k| (k.attribute_name().to_owned(), k.key_type().as_str().to_owned()))
                     .collect()
             })
             .unwrap_or_default();
-        let has_index = table
-            .map(|t| {
-                t.global_secondary_indexes()
-                    .iter()
-                    .any(|i| i.index_name() == Some(TYPE_INDEX))
-            })
-            .unwrap_or(false);
-        let active = table.and_then(|t| t.table_status()) == Some(&TableStatus::Active);
-        if keys != [(PK, &KeyType::Hash), (SK, &KeyType::Range)] || !has_index {
+        let index: Option<Vec<(String, String)>> = table.and_then(|t| {
+            t.global_secondary_indexes()
+                .iter()
+                .find(|i| i.index_name() == Some(TYPE_INDEX))
+                .map(|i| {
+                    i.key_schema()
+                        .iter()
+                        .map(|k| (k.attribute_name().to_owned(), k.key_type().as_str().to_owned()))
+                        .collect()
+                })
+        });
+        if let Some(what) = schema_difference(&keys, index.as_deref()) {
             return Err(Error::BadInput(format!(
-                "table {:?} exists but is not an azevac journal (keys must be {PK}/{SK} with index {TYPE_INDEX}); \
+                "table {:?} exists but is not an azevac journal: {what}; nothing was written to it: \
                  pass --table with another name",
                 self.table
             )));
         }
+        let active = table.and_then(|t| t.table_status()) == Some(&TableStatus::Active);
         if !active {
             tracing::warn!(table = %self.table, "journal table exists but is not ACTIVE yet");
         }
@@ -130,9 +209,119 @@ impl Journal {
     }
 }
 
-fn build_err(e: aws_sdk_dynamodb::error::BuildError) -> Error {
+/// The journal's protection, as `describe_table` and `describe_continuous_backups` report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Protection {
+    /// DeletionProtectionEnabled.
+    pub deletion_protection: bool,
+    /// Point-in-time recovery enabled; `None` when it could not be read (permission denied).
+    pub point_in_time_recovery: Option<bool>,
+}
+
+const DELETION_PROTECTION: &str = "deletion protection";
+const POINT_IN_TIME_RECOVERY: &str = "point-in-time recovery";
+
+impl Protection {
+    /// One warning line when either protection is off, naming the command that turns it on.
+    pub fn warning(&self, table: &str) -> Option<String> {
+        let mut missing = Vec::new();
+        if !self.deletion_protection {
+            missing.push(DELETION_PROTECTION);
+        }
+        if self.point_in_time_recovery == Some(false) {
+            missing.push(POINT_IN_TIME_RECOVERY);
+        }
+        (!missing.is_empty()).then(|| {
+            format!(
+                "journal table {table} has no {}: a deleted or damaged table would lose every record; \
+                 run `azevac init --table {table}` to turn it on",
+                missing.join(" and no ")
+            )
+        })
+    }
+}
+
+/// What makes these keys not the journal's, in words; `None` when they are its keys.
+fn schema_difference(keys: &[(String, String)], index: Option<&[(String, String)]>) -> Option<String> {
+    let pair = |name: &str, kind: &str| (name.to_owned(), kind.to_owned());
+    let show = |keys: &[(String, String)]| {
+        keys.iter()
+            .map(|(name, kind)| format!("{name} ({kind})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let table_keys = [pair(PK, "HASH"), pair(SK, "RANGE")];
+    let index_keys = [pair(TYPE_ATTR, "HASH"), pair(PK, "RANGE")];
+    if keys != table_keys {
+        return Some(format!(
+            "its keys are {}, a journal's are {}",
+            show(keys),
+            show(&table_keys)
+        ));
+    }
+    match index {
+        None => Some(format!("it has no index {TYPE_INDEX}")),
+        Some(index) if index != index_keys => Some(format!(
+            "its index {TYPE_INDEX} has keys {}, a journal's has {}",
+            show(index),
+            show(&index_keys)
+        )),
+        Some(_) => None,
+    }
+}
+
+fn build_err(operation: &'static str, e: aws_sdk_dynamodb::error::BuildError) -> Error {
     Error::Aws {
-        operation: "dynamodb:CreateTable (building the request)",
+        operation,
         source: Box::new(e) as BoxError,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    }
+
+    #[test]
+    fn says_what_differs_from_a_journal() {
+        let good = keys(&[(PK, "HASH"), (SK, "RANGE")]);
+        let index = keys(&[(TYPE_ATTR, "HASH"), (PK, "RANGE")]);
+        assert_eq!(schema_difference(&good, Some(&index)), None);
+        let other = schema_difference(&keys(&[("id", "HASH")]), Some(&index)).expect("differs");
+        assert!(other.contains("its keys are id (HASH)"), "{other}");
+        let no_index = schema_difference(&good, None).expect("differs");
+        assert!(no_index.contains("no index"), "{no_index}");
+        let wrong = schema_difference(&good, Some(&keys(&[(TYPE_ATTR, "HASH")]))).expect("differs");
+        assert!(wrong.contains("its index"), "{wrong}");
+    }
+
+    #[test]
+    fn warns_only_about_what_is_off() {
+        let on = Protection {
+            deletion_protection: true,
+            point_in_time_recovery: Some(true),
+        };
+        assert_eq!(on.warning("t"), None);
+        let unknown = Protection {
+            point_in_time_recovery: None,
+            ..on
+        };
+        assert_eq!(
+            unknown.warning("t"),
+            None,
+            "a check that could not be made is no finding"
+        );
+        let off = Protection {
+            deletion_protection: false,
+            point_in_time_recovery: Some(false),
+        };
+        let line = off.warning("t").expect("warning");
+        assert!(
+            line.contains("no deletion protection and no point-in-time recovery"),
+            "{line}"
+        );
     }
 }

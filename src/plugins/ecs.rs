@@ -88,6 +88,31 @@ impl Ecs {
                 .send()
                 .await
                 .map_err(|e| Error::from_sdk("ecs:DescribeServices", e))?;
+            // ECS answers per service: MISSING means the service does not exist (left out, so it
+            // reads as deleted); any other failure means it could not be read, which must never
+            // look like a deletion (with --forget-missing that would drop its record).
+            let unread: Vec<String> = out
+                .failures()
+                .iter()
+                .filter(|f| f.reason() != Some("MISSING"))
+                .map(|f| {
+                    format!(
+                        "{} ({})",
+                        f.arn().unwrap_or("?"),
+                        [f.reason(), f.detail()]
+                            .into_iter()
+                            .flatten()
+                            .collect::<Vec<_>>()
+                            .join(": ")
+                    )
+                })
+                .collect();
+            if !unread.is_empty() {
+                return Err(Error::Unreadable {
+                    operation: "ecs:DescribeServices",
+                    what: unread.join(", "),
+                });
+            }
             found.extend(
                 out.services()
                     .iter()
@@ -348,5 +373,42 @@ mod tests {
         assert_eq!(page1.num_calls(), 1);
         assert_eq!(page2.num_calls(), 1);
         assert_eq!(describe.num_calls(), 3, "25 services, 10 per DescribeServices");
+    }
+
+    /// Issue 13: a service that DescribeServices could not read (a failure other than MISSING) is
+    /// an error, never a deleted service; a MISSING one reads as gone.
+    #[tokio::test]
+    async fn issue_13_a_failed_describe_is_not_a_deleted_service() {
+        use aws_sdk_ecs::types::Failure;
+        let describe = mock!(aws_sdk_ecs::Client::describe_services).then_compute_output(|r| {
+            let failures = r.services().iter().filter(|arn| !arn.ends_with("/web")).map(|arn| {
+                let reason = if arn.ends_with("/gone") {
+                    "MISSING"
+                } else {
+                    "INTERNAL_ERROR"
+                };
+                Failure::builder().arn(arn).reason(reason).build()
+            });
+            DescribeServicesOutput::builder()
+                .services(service("web"))
+                .set_failures(Some(failures.collect()))
+                .build()
+        });
+        let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&describe]);
+        let ecs = Ecs::new(client, vec!["prod".into()]);
+        let arn = |name: &str| format!("arn:aws:ecs:us-east-1:123456789012:service/prod/{name}");
+
+        let read = ecs
+            .read(&[arn("web"), arn("gone")])
+            .await
+            .expect("MISSING is gone, not an error");
+        assert_eq!(read.keys().collect::<Vec<_>>(), [&arn("web")]);
+
+        let err = ecs
+            .read(&[arn("web"), arn("flaky")])
+            .await
+            .expect_err("an unread service is an error");
+        let text = crate::error::describe(&err);
+        assert!(text.contains("flaky") && text.contains("INTERNAL_ERROR"), "{text}");
     }
 }

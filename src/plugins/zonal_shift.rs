@@ -482,13 +482,20 @@ impl Shifts {
     }
 
     /// Cancel a shift. One that already ended (expired, or cancelled by someone) is not an error:
-    /// there is nothing left to undo.
+    /// there is nothing left to undo. ARC answers other conflicts too (an autoshift or a practice
+    /// run in the way): those are failures, and the record stays.
     pub async fn cancel(&self, id: &str) -> Result<()> {
+        use aws_sdk_arczonalshift::operation::cancel_zonal_shift::CancelZonalShiftError;
+        use aws_sdk_arczonalshift::types::ConflictExceptionReason;
         match self.client.cancel_zonal_shift().zonal_shift_id(id).send().await {
             Ok(_) => Ok(()),
             Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conflict_exception() || s.is_resource_not_found_exception()) =>
+                if e.as_service_error().is_some_and(|s| match s {
+                    CancelZonalShiftError::ConflictException(c) => {
+                        c.reason() == &ConflictExceptionReason::ZonalShiftStatusNotActive
+                    }
+                    other => other.is_resource_not_found_exception(),
+                }) =>
             {
                 tracing::info!(zonal_shift = id, "zonal shift already ended");
                 Ok(())
@@ -804,13 +811,35 @@ mod tests {
                             .expect("error"),
                     )
                 });
-            let client = mock_client!(aws_sdk_arczonalshift, RuleMode::MatchAny, [&ended, &invalid]);
+            // Issue 13: a conflict for any other reason (here: zonal autoshift in the way) is no
+            // proof that the shift ended, so it must fail and keep the record.
+            let autoshift = mock!(aws_sdk_arczonalshift::Client::cancel_zonal_shift)
+                .match_requests(|r| r.zonal_shift_id() == Some("s-autoshift"))
+                .then_error(|| {
+                    CancelZonalShiftError::ConflictException(
+                        ConflictException::builder()
+                            .message("zonal autoshift active")
+                            .reason(ConflictExceptionReason::ZonalAutoshiftActive)
+                            .build()
+                            .expect("error"),
+                    )
+                });
+            let client = mock_client!(
+                aws_sdk_arczonalshift,
+                RuleMode::MatchAny,
+                [&ended, &invalid, &autoshift]
+            );
             let shifts = Shifts::from_client(client);
             shifts
                 .cancel("s-old")
                 .await
                 .expect("an ended shift needs no cancelling");
             assert!(shifts.cancel("bad").await.is_err());
+            let err = shifts
+                .cancel("s-autoshift")
+                .await
+                .expect_err("another conflict is a failure");
+            assert!(crate::error::describe(&err).contains("CancelZonalShift"), "{err}");
         }
     }
 }
