@@ -285,14 +285,20 @@ impl AutoScaling {
     /// capacity, each batch only once the group's capacity is whole again (the previous batch's
     /// replacements InService in the other zones).
     async fn pace_out(&self, name: &str, pace: &Pace) -> Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(pace.timeout_secs);
+        // tokio's clock, which tests can pause, rather than the wall clock.
+        let now = tokio::time::Instant::now;
+        let deadline = now() + Duration::from_secs(pace.timeout_secs);
+        // Auto Scaling reads are eventually consistent: an instance just terminated can still show
+        // InService for a while. Remembering what this run terminated keeps it from being
+        // terminated again or counted as serving, which would let the next batch go at once.
+        let mut terminated: std::collections::BTreeSet<String> = Default::default();
         loop {
             let group = self.group(name).await?;
             let members = members(&group);
             let (in_zone, elsewhere): (Vec<&Member>, Vec<&Member>) = members.iter().partition(|m| m.az == pace.az_name);
             let staying: Vec<&Member> = in_zone
                 .into_iter()
-                .filter(|m| !m.state.starts_with("Terminating"))
+                .filter(|m| !m.state.starts_with("Terminating") && !terminated.contains(&m.id))
                 .collect();
             if staying.is_empty() {
                 return Ok(());
@@ -308,11 +314,14 @@ impl AutoScaling {
                         .send()
                         .await
                         .map_err(|e| Error::from_sdk("autoscaling:TerminateInstanceInAutoScalingGroup", e))?;
+                    terminated.insert(member.id.clone());
                 }
                 tracing::info!(group = name, left = staying.len(), "paced a batch out of the zone");
+                // Replacements take minutes to launch: no reason to read again at once.
+                tokio::time::sleep(POLL).await;
                 continue;
             }
-            if Instant::now() + POLL > deadline {
+            if now() + POLL > deadline {
                 return Err(Error::NotSettled {
                     resource: name.to_owned(),
                     why: format!(
@@ -528,5 +537,64 @@ mod tests {
             .vpc_zone_identifier("subnet-a, subnet-b,,subnet-c")
             .build();
         assert_eq!(to_resource(group).subnets, ["subnet-a", "subnet-b", "subnet-c"]);
+    }
+
+    /// Issue 13: a group whose reads still show a terminated instance InService (Auto Scaling is
+    /// eventually consistent) must not have it terminated again, nor the next batch terminated
+    /// at once: one instance goes, then the run waits for its replacement and times out.
+    #[tokio::test]
+    async fn issue_13_pacing_terminates_each_instance_once_and_waits() {
+        use aws_sdk_autoscaling::operation::describe_auto_scaling_groups::DescribeAutoScalingGroupsOutput;
+        use aws_sdk_autoscaling::operation::terminate_instance_in_auto_scaling_group::TerminateInstanceInAutoScalingGroupOutput;
+        use aws_sdk_autoscaling::types::{Instance, LifecycleState};
+        use aws_smithy_mocks::{mock, mock_client, RuleMode};
+        let instance = |id: &str| {
+            Instance::builder()
+                .instance_id(id)
+                .availability_zone("us-east-1c")
+                .lifecycle_state(LifecycleState::InService)
+                .health_status("Healthy")
+                .protected_from_scale_in(false)
+                .build()
+        };
+        let stale = mock!(aws_sdk_autoscaling::Client::describe_auto_scaling_groups)
+            .sequence()
+            .output(move || {
+                let group = AutoScalingGroup::builder()
+                    .auto_scaling_group_name("web")
+                    .desired_capacity(2)
+                    .instances(instance("i-a"))
+                    .instances(instance("i-b"))
+                    .build();
+                DescribeAutoScalingGroupsOutput::builder()
+                    .auto_scaling_groups(group)
+                    .build()
+            })
+            .repeatedly()
+            .build();
+        let terminate = mock!(aws_sdk_autoscaling::Client::terminate_instance_in_auto_scaling_group)
+            .sequence()
+            .output(|| TerminateInstanceInAutoScalingGroupOutput::builder().build())
+            .repeatedly()
+            .build();
+        let client = mock_client!(aws_sdk_autoscaling, RuleMode::MatchAny, [&stale, &terminate]);
+        let asg = AutoScaling {
+            client,
+            sdk: aws_config::SdkConfig::builder().build(),
+            force: false,
+        };
+        let pace = Pace {
+            batch: 1,
+            az_name: "us-east-1c".into(),
+            suspend: false,
+            timeout_secs: 1,
+        };
+        // Bounded, so that the old behaviour (terminating for ever) fails instead of hanging.
+        let err = tokio::time::timeout(Duration::from_secs(60), asg.pace_out("web", &pace))
+            .await
+            .expect("pacing ends at its deadline")
+            .expect_err("the replacement never comes");
+        assert!(matches!(err, Error::NotSettled { .. }), "{err}");
+        assert_eq!(terminate.num_calls(), 1, "one batch of one, terminated once");
     }
 }
