@@ -15,6 +15,7 @@ pub mod plan;
 pub mod plugins;
 pub mod report;
 pub mod stats;
+pub mod text;
 pub mod topology;
 
 pub use error::{Error, Result};

@@ -86,7 +86,7 @@ fn matches_live(saved: &Plan, live: &Plan, shown: &str) -> Result<()> {
     }
     eprintln!("azevac: the live state no longer gives the plan in {shown}:");
     for line in &differences {
-        eprintln!("  {line}");
+        eprintln!("  {}", crate::text::clean(line));
     }
     Err(Error::BadInput(format!(
         "{shown} no longer matches the live state ({} line(s) differ, listed above); nothing changed: \

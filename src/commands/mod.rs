@@ -87,7 +87,7 @@ impl Context {
             }
         };
         let run_id = uuid::Uuid::new_v4().to_string();
-        eprintln!("azevac: run {run_id} as {caller}");
+        eprintln!("azevac: run {run_id} as {}", crate::text::clean(&caller));
         Audit { run_id, caller, reason }
     }
 

@@ -243,7 +243,10 @@ impl Journal {
                 .filter(|&i| dead.contains_key(lines[i].key()))
                 .collect();
             for run in dead.values().collect::<std::collections::BTreeSet<_>>() {
-                eprintln!("azevac: run {run} died on this host; taking over its locks");
+                eprintln!(
+                    "azevac: run {} died on this host; taking over its locks",
+                    crate::text::clean(&run.to_string())
+                );
             }
             let retried: Vec<Ahead<'_>> = again.iter().map(|&i| lines[i]).collect();
             for (i, outcome) in again
@@ -549,13 +552,14 @@ impl Journal {
         }
         // The one thing azevac must never do silently: say exactly what is not journalled.
         let why = last.map(|e| crate::error::describe(&e)).unwrap_or_default();
-        eprintln!(
+        let line = format!(
             "azevac: NOT JOURNALLED: {} in {} lost {} and actions [{}]; write this down and put it back by hand ({why})",
             meant.resource,
             meant.az_id,
             meant.removed_subnets.join(", "),
             meant.actions.join(", ")
         );
+        eprintln!("{}", crate::text::clean(&line));
         Err(Error::JournalConflict {
             az_id: meant.az_id.clone(),
             resource: meant.resource.clone(),

@@ -332,7 +332,10 @@ impl AutoScaling {
                     ),
                 });
             }
-            eprintln!("azevac: {name}: waiting for replacements to be InService before the next batch");
+            eprintln!(
+                "azevac: {}: waiting for replacements to be InService before the next batch",
+                crate::text::clean(name)
+            );
             tokio::time::sleep(POLL).await;
         }
     }

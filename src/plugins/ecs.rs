@@ -208,8 +208,9 @@ impl SubnetService for Ecs {
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                 tracing::info!(cluster = %cluster, services = chunk.len(), "waiting for ECS services to reach steady state");
                 eprintln!(
-                    "azevac: waiting for {} ECS service(s) in {cluster} to reach steady state",
-                    chunk.len()
+                    "azevac: waiting for {} ECS service(s) in {} to reach steady state",
+                    chunk.len(),
+                    crate::text::clean(&cluster)
                 );
                 let waited = self
                     .client

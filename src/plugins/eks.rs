@@ -412,7 +412,8 @@ impl Cluster {
                             break;
                         }
                         eprintln!(
-                            "azevac: waiting to evict {namespace}/{name}: a PodDisruptionBudget refuses it for now"
+                            "azevac: waiting to evict {}: a PodDisruptionBudget refuses it for now",
+                            crate::text::clean(&format!("{namespace}/{name}"))
                         );
                         tokio::time::sleep(delay).await;
                         delay = (delay * 2).min(Duration::from_secs(5));

@@ -71,7 +71,10 @@ impl Lambda {
     }
 
     async fn wait_until_updated(&self, function: &str) -> Result<()> {
-        eprintln!("azevac: waiting for the update in progress on {function} to finish");
+        eprintln!(
+            "azevac: waiting for the update in progress on {} to finish",
+            crate::text::clean(function)
+        );
         self.client
             .wait_until_function_updated_v2()
             .function_name(function)
