@@ -12,21 +12,16 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchP
 use serde_json::{json, Value};
 
 use common::estate::{self, AsgSpec, Spec, VpcSpec};
-use common::kube::{Cluster, FakeKube};
-use common::{attr_list, attr_s, azevac, azevac_at, journal_items, live_groups, Moto, Run, ZONE};
+use common::kube::{fixture, fixture_items, Cluster, Harness};
+use common::{attr_list, attr_s, azevac, journal_items, live_groups, Moto, ZONE};
 
 const CLUSTER: &str = "arn:aws:eks:us-east-1:123456789012:cluster/prod";
 const ZONE_NAME: &str = "us-east-1c";
 
-fn fixture(name: &str) -> Value {
-    let path = format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("json")
-}
-
 fn cluster() -> Cluster {
     let mut cluster = Cluster::default();
-    for node in fixture("eks-nodes.json")["items"].as_array().expect("nodes") {
-        cluster.add_node(node.clone());
+    for node in fixture_items("eks-nodes.json") {
+        cluster.add_node(node);
     }
     for pool in fixture("karpenter-nodepools.json")["items"]
         .as_array()
@@ -37,38 +32,20 @@ fn cluster() -> Cluster {
     cluster
 }
 
-struct Setup {
-    moto: Moto,
-    kube: FakeKube,
-    _dir: tempfile::TempDir,
-    kubeconfig: String,
+/// The harness, with what these tests read of NodePools and RBAC.
+struct Setup(Harness);
+
+impl std::ops::Deref for Setup {
+    type Target = Harness;
+
+    fn deref(&self) -> &Harness {
+        &self.0
+    }
 }
 
 impl Setup {
     fn new(cluster: Cluster) -> Setup {
-        let moto = Moto::start();
-        let kube = FakeKube::start(cluster);
-        let dir = tempfile::tempdir().expect("tempdir");
-        let kubeconfig = kube.kubeconfig(dir.path(), &[("prod", CLUSTER)]).display().to_string();
-        Setup {
-            moto,
-            kube,
-            _dir: dir,
-            kubeconfig,
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend([
-            "--type",
-            "karpenter",
-            "--kube-context",
-            "prod",
-            "--kubeconfig",
-            &self.kubeconfig,
-        ]);
-        azevac_at(&self.moto.endpoint, &all, &[])
+        Setup(Harness::new(CLUSTER, "karpenter", cluster))
     }
 
     fn pools(&self) -> BTreeMap<String, Value> {
@@ -83,10 +60,6 @@ impl Setup {
 
     fn requirements(&self, pool: &str) -> Value {
         self.pools()[pool]["spec"]["template"]["spec"]["requirements"].clone()
-    }
-
-    fn node(&self, name: &str) -> Value {
-        self.kube.state.lock().expect("state").nodes[name].clone()
     }
 
     /// Every Kubernetes call so far is one the documented ClusterRole allows.
@@ -392,8 +365,8 @@ async fn noschedule_keeps_the_zones_karpenter_nodes_and_recover_removes_only_aze
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_without_karpenter_has_no_nodepools() {
     let mut cluster = Cluster::default();
-    for node in fixture("eks-nodes.json")["items"].as_array().expect("nodes") {
-        cluster.add_node(node.clone());
+    for node in fixture_items("eks-nodes.json") {
+        cluster.add_node(node);
     }
     let setup = Setup::new(cluster);
     let out = setup

@@ -26,6 +26,68 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 pub use super::proxy::KillWhen;
+use super::{azevac_at, Moto, Run};
+
+/// A fixture of `fixtures/`, as JSON.
+pub fn fixture(name: &str) -> Value {
+    let path = format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("json")
+}
+
+/// The `items` of a `kubectl get -o json`-shaped fixture.
+pub fn fixture_items(name: &str) -> Vec<Value> {
+    fixture(name)["items"].as_array().expect("items").clone()
+}
+
+/// What a Kubernetes test runs the binary against: its own moto server, a fake API server, and a
+/// kubeconfig whose context `prod` names the cluster.
+pub struct Harness {
+    /// The emulator (zones, journal).
+    pub moto: Moto,
+    /// The fake API server.
+    pub kube: FakeKube,
+    /// Where the kubeconfig (and whatever the test writes) lives.
+    pub dir: tempfile::TempDir,
+    /// The kubeconfig's path.
+    pub kubeconfig: String,
+    resource_type: &'static str,
+}
+
+impl Harness {
+    /// Serve `cluster` as the cluster `name`, for runs of `--type resource_type`.
+    pub fn new(name: &str, resource_type: &'static str, cluster: Cluster) -> Harness {
+        let moto = Moto::start();
+        let kube = FakeKube::start(cluster);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = kube.kubeconfig(dir.path(), &[("prod", name)]).display().to_string();
+        Harness {
+            moto,
+            kube,
+            dir,
+            kubeconfig,
+            resource_type,
+        }
+    }
+
+    /// Run azevac with `args`, the type, the context and the kubeconfig.
+    pub fn run(&self, args: &[&str]) -> Run {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend([
+            "--type",
+            self.resource_type,
+            "--kube-context",
+            "prod",
+            "--kubeconfig",
+            &self.kubeconfig,
+        ]);
+        azevac_at(&self.moto.endpoint, &all, &[])
+    }
+
+    /// A node as the fake holds it now.
+    pub fn node(&self, name: &str) -> Value {
+        self.kube.state.lock().expect("state").nodes[name].clone()
+    }
+}
 
 /// The API server's objects and the behaviours a test asks for.
 #[derive(Default)]
