@@ -12,7 +12,7 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchP
 use serde_json::{json, Value};
 
 use common::estate::{self, AsgSpec, Spec, VpcSpec};
-use common::kube::{fixture, fixture_items, Cluster, Harness};
+use common::kube::{fixture, fixture_items, Cluster, Harness, KillWhen};
 use common::{attr_list, attr_s, azevac, journal_items, live_groups, Moto, ZONE};
 
 const CLUSTER: &str = "arn:aws:eks:us-east-1:123456789012:cluster/prod";
@@ -360,6 +360,85 @@ async fn noschedule_keeps_the_zones_karpenter_nodes_and_recover_removes_only_aze
     );
     assert!(journal(&setup).await.is_empty());
     setup.assert_rbac_allows_every_call();
+}
+
+/// The cluster of the noschedule scenario: two of the zone's nodes are Karpenter's, one of them
+/// already kept by someone else.
+fn karpenter_nodes_cluster() -> (Cluster, &'static str, &'static str) {
+    let mut cluster = cluster();
+    let (ours, theirs) = ("ip-10-0-2-21.ec2.internal", "ip-10-0-2-22.ec2.internal");
+    for name in [ours, theirs] {
+        cluster.edit_node(name, |n| {
+            n["metadata"]["labels"]["karpenter.sh/nodepool"] = json!("general")
+        });
+    }
+    cluster.edit_node(theirs, |n| {
+        n["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] = json!("true")
+    });
+    (cluster, ours, theirs)
+}
+
+/// NodePools and nodes without their resourceVersions, to compare states.
+fn state_of(setup: &Setup) -> (Vec<Value>, Vec<Value>) {
+    let st = setup.kube.state.lock().expect("state");
+    let strip = |o: &Value| {
+        let mut o = o.clone();
+        o["metadata"]["resourceVersion"] = json!(null);
+        o
+    };
+    (
+        st.nodepools.iter().flat_map(|p| p.values()).map(strip).collect(),
+        st.nodes.values().map(strip).collect(),
+    )
+}
+
+/// A kill at any Kubernetes request of an evacuation (before the API server applies it, or after,
+/// the reply never heard) loses nothing: recover puts NodePools and nodes back exactly and empties
+/// the journal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_at_any_kubernetes_request_loses_nothing() {
+    let setup = Setup::new(karpenter_nodes_cluster().0);
+    let evacuate = [
+        "evacuate",
+        "--az-id",
+        ZONE,
+        "--k8s-mode",
+        "noschedule",
+        "--concurrency",
+        "1",
+        "--yes",
+    ];
+    let mut tried = 0;
+    for when in [KillWhen::BeforeForward, KillWhen::AfterForward] {
+        for n in 1.. {
+            setup.moto.reset();
+            setup.kube.set_kill_at(None);
+            *setup.kube.state.lock().expect("state") = karpenter_nodes_cluster().0;
+            let start = state_of(&setup);
+            setup.kube.set_kill_at(Some((n, when)));
+            let code = setup.run_watched(&evacuate);
+            if !setup.kube.killed() {
+                assert_eq!(code, Some(0), "ran to the end past request {n}");
+                assert!(n > 8, "the sweep covered the writes: {:?}", setup.kube.requests());
+                break;
+            }
+            let point = format!(
+                "killed at request {n} ({when:?}): {:?}",
+                setup.kube.requests().get(n - 1)
+            );
+            tried += 1;
+            setup.kube.set_kill_at(None);
+            let recovered = setup.run(&["recover", "--yes"]);
+            // Killed before the journal table existed: recover says to run `azevac init`.
+            let no_table = recovered.code == 2 && recovered.stderr.contains("azevac init");
+            assert!(recovered.code == 0 || no_table, "{point}: {recovered:?}");
+            assert!(state_of(&setup) == start, "{point}: not restored exactly");
+            if !no_table {
+                assert!(journal(&setup).await.is_empty(), "{point}: the journal is not empty");
+            }
+        }
+    }
+    assert!(tried >= 16, "only {tried} kill points");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -69,8 +69,8 @@ impl Harness {
         }
     }
 
-    /// Run azevac with `args`, the type, the context and the kubeconfig.
-    pub fn run(&self, args: &[&str]) -> Run {
+    /// `args`, then the type, the context and the kubeconfig.
+    fn args<'a>(&'a self, args: &[&'a str]) -> Vec<&'a str> {
         let mut all: Vec<&str> = args.to_vec();
         all.extend([
             "--type",
@@ -80,7 +80,30 @@ impl Harness {
             "--kubeconfig",
             &self.kubeconfig,
         ]);
-        azevac_at(&self.moto.endpoint, &all, &[])
+        all
+    }
+
+    /// Run azevac with `args`, the type, the context and the kubeconfig.
+    pub fn run(&self, args: &[&str]) -> Run {
+        azevac_at(&self.moto.endpoint, &self.args(args), &[])
+    }
+
+    /// [`Harness::run`] with the fake API server watching the process (to kill it at its kill
+    /// point); the exit code (`None`: killed).
+    pub fn run_watched(&self, args: &[&str]) -> Option<i32> {
+        let child = super::command(&self.moto.endpoint, &self.args(args), &[])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn azevac");
+        let child = Arc::new(Mutex::new(child));
+        self.kube.watch(child.clone());
+        loop {
+            if let Some(status) = child.lock().expect("child").try_wait().expect("wait") {
+                return status.code();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 
     /// A node as the fake holds it now.
