@@ -294,17 +294,8 @@ async fn nodepools_exclude_the_zone_and_recover_takes_out_exactly_that() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn noschedule_keeps_the_zones_karpenter_nodes_and_recover_removes_only_azevacs_annotation() {
-    let mut cluster = cluster();
-    let (ours, theirs) = ("ip-10-0-2-21.ec2.internal", "ip-10-0-2-22.ec2.internal");
-    for name in [ours, theirs] {
-        cluster.edit_node(name, |n| {
-            n["metadata"]["labels"]["karpenter.sh/nodepool"] = json!("general")
-        });
-    }
-    // Someone else already keeps this node: its annotation is not azevac's to remove.
-    cluster.edit_node(theirs, |n| {
-        n["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] = json!("true")
-    });
+    // Someone else already keeps one of the zone's Karpenter nodes: its annotation is not azevac's.
+    let (cluster, ours, theirs) = karpenter_nodes_cluster();
     let setup = Setup::new(cluster);
 
     let dry = setup
@@ -457,6 +448,27 @@ async fn a_cluster_without_karpenter_has_no_nodepools() {
         .kube
         .requests()
         .contains(&"GET /apis/karpenter.sh/v1/nodepools".to_owned()));
+}
+
+/// NodePools the operator may not read fail the cluster's line (exit 1), with what to grant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodepools_that_cannot_be_read_fail_the_line_with_what_to_grant() {
+    let mut cluster = cluster();
+    cluster.nodepools_forbidden = true;
+    let setup = Setup::new(cluster);
+    let out = setup
+        .run(&["evacuate", "--az-id", ZONE, "--yes", "--output", "json"])
+        .expect_code(1)
+        .json();
+    let failed = line(&out, "prod/nodepools");
+    assert_eq!(failed["status"], "failed");
+    assert!(
+        failed["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("clusterrole.json"),
+        "{failed}"
+    );
 }
 
 /// The fake refuses what a real API server refuses for a NodePool.

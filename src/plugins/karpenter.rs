@@ -584,6 +584,36 @@ async fn list_pools(cluster: &Cluster) -> Result<Vec<DynamicObject>> {
     }
 }
 
+/// The failed line of a cluster whose NodePools could not be listed: Karpenter may keep launching
+/// nodes in the zone there, so the run must not look like a success.
+fn unreadable(cluster: &str, az_id: &str, err: &Error) -> Item {
+    let status = match err {
+        Error::Kube { source, .. } => match source.downcast_ref::<kube::Error>() {
+            Some(kube::Error::Api(status)) => Some((status.code, status.message.clone())),
+            _ => None,
+        },
+        _ => None,
+    };
+    let why = match &status {
+        Some((code, message)) => format!("{code}: {message}"),
+        None => crate::error::describe(err),
+    };
+    let hint = if status.is_some_and(|(code, _)| code == 403) {
+        "; grant get, list, patch on nodepools.karpenter.sh (fixtures/clusterrole.json), or leave the type out with --type"
+    } else {
+        ""
+    };
+    let mut item = Item::new(
+        TYPE,
+        &format!("{cluster}/nodepools"),
+        &format!("{}/nodepools", eks::short(cluster)),
+        az_id,
+    );
+    item.actions = Some(Vec::new());
+    item.fail(format!("cannot list the NodePools ({why}){hint}"));
+    item
+}
+
 /// One NodePool or node as it is now, as JSON (`None`: gone, or no CRD).
 async fn current(cluster: &Cluster, is_pool: bool, name: &str) -> Result<Option<Value>> {
     let found = if is_pool {
@@ -618,7 +648,14 @@ impl Plugin for NodePools {
         };
         let mut items = Vec::new();
         for cluster in self.clusters.values() {
-            let pools = list_pools(cluster).await?;
+            // One cluster whose NodePools cannot be read (RBAC) fails its line, not the run.
+            let pools = match list_pools(cluster).await {
+                Ok(pools) => pools,
+                Err(e) => {
+                    items.push(unreadable(&cluster.name, &zone.id, &e));
+                    continue;
+                }
+            };
             items.extend(evacuation(
                 &cluster.name,
                 &pools,

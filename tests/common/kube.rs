@@ -119,6 +119,8 @@ pub struct Cluster {
     pub nodes: BTreeMap<String, Value>,
     /// Karpenter NodePools by name (`None`: the cluster has no NodePool CRD).
     pub nodepools: Option<BTreeMap<String, Value>>,
+    /// The caller may not read NodePools (RBAC without them): 403 Forbidden.
+    pub nodepools_forbidden: bool,
     /// Pods (each with metadata.namespace and spec.nodeName).
     pub pods: Vec<Value>,
     /// Evictions of these pods (`ns/name`) are refused with 429 this many more times (u32::MAX: always).
@@ -517,6 +519,13 @@ fn no_crd() -> Response {
 
 async fn list_nodepools(State(state): Shared) -> Response {
     let mut st = state.lock().expect("state");
+    if st.nodepools_forbidden {
+        return status(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            "nodepools.karpenter.sh is forbidden: User \"operator\" cannot list resource \"nodepools\" in API group \"karpenter.sh\" at the cluster scope",
+        );
+    }
     let Some(pools) = st.nodepools.as_ref() else {
         return no_crd();
     };
