@@ -5,7 +5,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::journal::DEFAULT_TABLE;
 use crate::model::Request;
 
-/// Evacuate an AWS Availability Zone on the control plane (Auto Scaling, ECS, Lambda, EKS), and put it
+/// Evacuate an AWS Availability Zone on the control plane (Auto Scaling, ECS, Lambda, EKS, Karpenter), and put it
 /// back exactly. Every change is journalled in DynamoDB before it is made.
 #[derive(Debug, Parser)]
 #[command(name = "azevac", version, propagate_version = true, max_term_width = 100)]
@@ -124,11 +124,11 @@ pub struct Wait {
     pub wait_timeout: std::time::Duration,
 }
 
-/// How to reach Kubernetes clusters (the `eks` type), shared by evacuate and recover.
+/// How to reach Kubernetes clusters (the `eks` and `karpenter` types), shared by evacuate and recover.
 #[derive(Debug, Args)]
 pub struct KubeAccess {
-    /// Kube context of a cluster whose nodes azevac acts on (repeatable, one cluster each). Without
-    /// one, the eks type is left out with a notice.
+    /// Kube context of a cluster whose nodes and Karpenter NodePools azevac acts on (repeatable, one
+    /// cluster each). Without one, the eks and karpenter types are left out.
     #[arg(long = "kube-context", value_name = "CONTEXT")]
     pub contexts: Vec<String>,
     /// Kubeconfig file (default: KUBECONFIG, then ~/.kube/config); exec auth (`aws eks get-token`) works.
@@ -164,8 +164,9 @@ pub struct Evacuate {
     #[allow(missing_docs)]
     pub kube: KubeAccess,
     /// What to do to the zone's Kubernetes nodes: noexecute (taint; evicts running pods, ignoring
-    /// PodDisruptionBudgets), noschedule (taint + cordon; running pods stay), drain (cordon + evict
-    /// through the Eviction API, respecting PodDisruptionBudgets).
+    /// PodDisruptionBudgets), noschedule (taint + cordon; running pods stay, and Karpenter nodes are
+    /// annotated karpenter.sh/do-not-disrupt), drain (cordon + evict through the Eviction API,
+    /// respecting PodDisruptionBudgets).
     #[arg(long, value_enum, default_value_t = crate::plugins::eks::Mode::Noexecute)]
     pub k8s_mode: crate::plugins::eks::Mode,
     /// How long `--k8s-mode drain` retries evictions a PodDisruptionBudget refuses, per node.

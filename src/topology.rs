@@ -41,7 +41,7 @@ fn zones_error(
 const FILTER_VALUES_PER_CALL: usize = 200;
 
 /// One Availability Zone (or Local Zone) of the region, as EC2 names it for this account.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Zone {
     /// The AZ ID, the same in every account (`use1-az2`).
     pub id: String,
@@ -143,6 +143,11 @@ impl Zones {
     /// The AZ ID of this account's AZ name, if the region has it.
     pub fn id_of(&self, az_name: &str) -> Option<&str> {
         self.zones.iter().find(|z| z.name == az_name).map(|z| z.id.as_str())
+    }
+
+    /// Every zone of the region, by AZ ID.
+    pub fn all(&self) -> &[Zone] {
+        &self.zones
     }
 
     /// The AZ name of an AZ ID, if the region has it.

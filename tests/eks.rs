@@ -6,8 +6,8 @@ mod common;
 
 use serde_json::{json, Value};
 
-use common::kube::{Cluster, FakeKube};
-use common::{attr_list, attr_s, azevac_at, journal_items, Moto, Run, ZONE};
+use common::kube::{fixture_items, Cluster};
+use common::{attr_list, attr_s, azevac_at, journal_items, Moto, ZONE};
 
 const CLUSTER: &str = "arn:aws:eks:us-east-1:123456789012:cluster/prod";
 const AZ2_NODES: [&str; 3] = [
@@ -17,10 +17,7 @@ const AZ2_NODES: [&str; 3] = [
 ];
 
 fn fixture_nodes() -> Vec<Value> {
-    let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/eks-nodes.json")).expect("fixture");
-    let doc: Value = serde_json::from_str(&text).expect("json");
-    doc["items"].as_array().expect("items").clone()
+    fixture_items("eks-nodes.json")
 }
 
 fn pod(ns: &str, name: &str, node: &str, owner: Option<&str>, mirror: bool) -> Value {
@@ -40,44 +37,7 @@ fn pod(ns: &str, name: &str, node: &str, owner: Option<&str>, mirror: bool) -> V
     pod
 }
 
-struct Setup {
-    moto: Moto,
-    kube: FakeKube,
-    _dir: tempfile::TempDir,
-    kubeconfig: String,
-}
-
-impl Setup {
-    fn new(cluster: Cluster) -> Setup {
-        let moto = Moto::start();
-        let kube = FakeKube::start(cluster);
-        let dir = tempfile::tempdir().expect("tempdir");
-        let kubeconfig = kube.kubeconfig(dir.path(), &[("prod", CLUSTER)]).display().to_string();
-        Setup {
-            moto,
-            kube,
-            _dir: dir,
-            kubeconfig,
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend([
-            "--type",
-            "eks",
-            "--kube-context",
-            "prod",
-            "--kubeconfig",
-            &self.kubeconfig,
-        ]);
-        azevac_at(&self.moto.endpoint, &all, &[])
-    }
-
-    fn node(&self, name: &str) -> Value {
-        self.kube.state.lock().expect("state").nodes[name].clone()
-    }
-}
+use common::kube::Harness as Setup;
 
 fn standard_cluster() -> Cluster {
     let mut cluster = Cluster::default();
@@ -110,7 +70,7 @@ fn cordoned(node: &Value) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn noexecute_taints_the_zone_and_recover_removes_only_ours() {
-    let setup = Setup::new(standard_cluster());
+    let setup = Setup::new(CLUSTER, "eks", standard_cluster());
     // A concurrent edit lands between azevac's read and its write of one node: 409, read again.
     setup
         .kube
@@ -217,7 +177,7 @@ async fn noschedule_cordons_and_recover_uncordons_only_what_azevac_cordoned() {
     let mut cluster = standard_cluster();
     // Someone cordoned this node for their own reasons before the incident.
     cluster.edit_node(AZ2_NODES[1], |n| n["spec"]["unschedulable"] = json!(true));
-    let setup = Setup::new(cluster);
+    let setup = Setup::new(CLUSTER, "eks", cluster);
 
     setup
         .run(&["evacuate", "--az-id", ZONE, "--k8s-mode", "noschedule", "--yes"])
@@ -268,7 +228,7 @@ async fn drain_respects_disruption_budgets_and_leaves_daemonsets() {
     // checkout is refused twice by its budget, then allowed; db-0 never is.
     cluster.pdb_refusals.insert("shop/checkout-5c2a".into(), 2);
     cluster.pdb_refusals.insert("shop/db-0".into(), u32::MAX);
-    let setup = Setup::new(cluster);
+    let setup = Setup::new(CLUSTER, "eks", cluster);
 
     let run = setup
         .run(&[
@@ -330,7 +290,7 @@ async fn the_last_schedulable_zone_of_a_cluster_is_never_evacuated() {
     {
         cluster.add_node(node);
     }
-    let setup = Setup::new(cluster);
+    let setup = Setup::new(CLUSTER, "eks", cluster);
     let doc = setup
         .run(&["evacuate", "--az-id", ZONE, "--yes", "--output", "json"])
         .expect_code(0)
@@ -380,7 +340,7 @@ async fn aws_sdk(setup: &Setup) -> aws_config::SdkConfig {
 /// `azevac apply` of a saved node plan (issue 7): the saved mode and contexts are what runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_saved_node_plan_applies_with_its_own_mode() {
-    let setup = Setup::new(standard_cluster());
+    let setup = Setup::new(CLUSTER, "eks", standard_cluster());
     let plan = setup.run(&[
         "evacuate",
         "--az-id",
@@ -393,7 +353,7 @@ async fn a_saved_node_plan_applies_with_its_own_mode() {
     ]);
     let plan = plan.expect_code(0);
     assert_eq!(plan.json()["request"]["k8s_mode"], "noschedule");
-    let path = setup._dir.path().join("nodes-plan.json");
+    let path = setup.dir.path().join("nodes-plan.json");
     std::fs::write(&path, &plan.stdout).expect("write");
     let apply = || {
         azevac_at(
@@ -450,7 +410,7 @@ fn node_line<'a>(doc: &'a Value, node: &str) -> &'a Value {
 /// record, so `recover` removed the taint and left the nodes cordoned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_12_a_noschedule_rerun_keeps_the_cordon_of_a_drain() {
-    let setup = Setup::new(standard_cluster());
+    let setup = Setup::new(CLUSTER, "eks", standard_cluster());
     let before: Vec<(Vec<String>, bool)> = AZ2_NODES
         .iter()
         .map(|n| (taint_keys(&setup.node(n)), cordoned(&setup.node(n))))
@@ -501,7 +461,7 @@ async fn issue_12_a_noschedule_rerun_keeps_the_cordon_of_a_drain() {
 /// subnets either: a malformed record), so `recover` could not uncordon them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_12_a_drain_rerun_keeps_a_valid_record() {
-    let setup = Setup::new(standard_cluster());
+    let setup = Setup::new(CLUSTER, "eks", standard_cluster());
     let drain = [
         "evacuate",
         "--az-id",

@@ -120,9 +120,11 @@ impl Context {
             Command::Recover => planned == 0,
         };
         if nothing {
-            let unreadable = !prepared.plan.problems.is_empty();
+            // Nothing to change is still a failure when a line failed at planning or a journal
+            // item could not be read.
+            let code = exit_code(&prepared.plan);
             self.print_only(prepared, false);
-            return Ok(if unreadable { EXIT_FAILED } else { EXIT_OK });
+            return Ok(code);
         }
         if self.output == Output::Table {
             crate::report::print(plan, self.output, crate::report::Phase::Plan { dry_run: false });

@@ -24,6 +24,16 @@ const PAGE: usize = 100;
 const REPLACEMENT_NOTE: &str =
     "Auto Scaling terminates the instances in the removed subnets and launches replacements in the rest";
 
+/// The tag EKS puts on the Auto Scaling group of a managed node group.
+const NODEGROUP_TAG: &str = "eks:nodegroup-name";
+
+/// Why a managed node group's Auto Scaling group keeps its subnets, and what to do instead.
+fn managed_node_group(nodegroup: &str) -> String {
+    format!(
+        "owned by EKS managed node group {nodegroup}: EKS does not support editing its subnets (the node group turns degraded);          use the cluster's zonal shift (--zonal-shift, with the cluster registered with ARC) and the node taints (--type eks --kube-context)"
+    )
+}
+
 /// The process that would move instances back into a zone on its own while azevac paces them out.
 const AZ_REBALANCE: &str = "AZRebalance";
 /// The journal action for a suspension azevac made (and will undo).
@@ -385,18 +395,19 @@ fn to_resource(group: AutoScalingGroup) -> Resource {
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
         .collect();
-    let tags = group
+    let tags: BTreeMap<String, String> = group
         .tags()
         .iter()
         .filter_map(|t| Some((t.key()?.to_owned(), t.value().unwrap_or_default().to_owned())))
         .collect();
+    let unsupported = tags.get(NODEGROUP_TAG).map(|n: &String| managed_node_group(n));
     Resource {
         resource_type: TYPE,
         id: group.auto_scaling_group_arn().unwrap_or_default().to_owned(),
         name: group.auto_scaling_group_name().unwrap_or_default().to_owned(),
         subnets,
         tags,
-        unsupported: None,
+        unsupported,
         notes: vec![REPLACEMENT_NOTE.to_owned()],
         detail: serde_json::json!({
             "target_groups": group.target_group_arns(),
@@ -599,5 +610,25 @@ mod tests {
             .expect_err("the replacement never comes");
         assert!(matches!(err, Error::NotSettled { .. }), "{err}");
         assert_eq!(terminate.num_calls(), 1, "one batch of one, terminated once");
+    }
+
+    #[test]
+    fn a_managed_node_groups_group_is_not_changed() {
+        let group = AutoScalingGroup::builder()
+            .auto_scaling_group_name("eks-general-1")
+            .auto_scaling_group_arn("arn:eks-general-1")
+            .vpc_zone_identifier("subnet-a,subnet-b")
+            .tags(
+                aws_sdk_autoscaling::types::TagDescription::builder()
+                    .key(NODEGROUP_TAG)
+                    .value("general")
+                    .build(),
+            )
+            .build();
+        let why = to_resource(group).unsupported.unwrap_or_default();
+        assert!(
+            why.contains("managed node group general") && why.contains("--zonal-shift"),
+            "{why}"
+        );
     }
 }

@@ -108,11 +108,48 @@ pub async fn connect(options: &Options) -> Result<Vec<Cluster>> {
     Ok(clusters)
 }
 
-fn kube_err(operation: &'static str, err: kube::Error) -> Error {
+pub(crate) fn kube_err(operation: &'static str, err: kube::Error) -> Error {
     Error::Kube {
         operation,
         source: Box::new(err),
     }
+}
+
+/// Read-modify-write one object: `change` computes a merge patch from the object as it is now (or
+/// `None`: nothing to do); the patch carries that `resourceVersion`, and a 409 means read and try
+/// again. `operations` name the read and the write in errors.
+pub(crate) async fn read_modify_write<K, F>(
+    api: &Api<K>,
+    name: &str,
+    operations: (&'static str, &'static str),
+    change: F,
+) -> Result<Option<K>>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    F: Fn(&K) -> Option<serde_json::Value>,
+{
+    let (read, write) = operations;
+    for _ in 0..CONFLICT_TRIES {
+        let object = api.get(name).await.map_err(|e| kube_err(read, e))?;
+        let Some(mut patch) = change(&object) else {
+            return Ok(Some(object));
+        };
+        patch["metadata"]["resourceVersion"] = json!(object.meta().resource_version);
+        match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(object) => return Ok(Some(object)),
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                tracing::info!(
+                    object = name,
+                    "{name} changed while we wrote it (409); reading it again"
+                );
+            }
+            Err(e) => return Err(kube_err(write, e)),
+        }
+    }
+    Err(Error::Kube {
+        operation: write,
+        source: format!("{name} kept changing under us ({CONFLICT_TRIES} conflicts)").into(),
+    })
 }
 
 /// The journal's `resource` for a node.
@@ -273,7 +310,7 @@ pub fn recovery(record: &Record, node: Option<&Node>) -> Item {
 }
 
 /// `arn:aws:eks:REGION:ACCOUNT:cluster/NAME` → `NAME`; other names as they are.
-fn short(cluster: &str) -> &str {
+pub(crate) fn short(cluster: &str) -> &str {
     cluster.rsplit_once(":cluster/").map(|(_, n)| n).unwrap_or(cluster)
 }
 
@@ -294,31 +331,18 @@ impl Cluster {
         api.get_opt(name).await.map_err(|e| kube_err("get node", e))
     }
 
-    /// Read-modify-write a node: `change` computes the patch from the node as it is now (or `None`:
-    /// nothing to do); the patch carries that `resourceVersion`, and a 409 means read and try again.
-    async fn update_node<F>(&self, name: &str, change: F) -> Result<Option<Node>>
+    /// The cluster's client, for the other Kubernetes types.
+    pub(crate) fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// Read-modify-write a node (see [`read_modify_write`]).
+    pub(crate) async fn update_node<F>(&self, name: &str, change: F) -> Result<Option<Node>>
     where
         F: Fn(&Node) -> Option<serde_json::Value>,
     {
         let api: Api<Node> = Api::all(self.client.clone());
-        for _ in 0..CONFLICT_TRIES {
-            let node = api.get(name).await.map_err(|e| kube_err("get node", e))?;
-            let Some(mut patch) = change(&node) else {
-                return Ok(Some(node));
-            };
-            patch["metadata"] = json!({ "resourceVersion": node.metadata.resource_version });
-            match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                Ok(node) => return Ok(Some(node)),
-                Err(kube::Error::Api(status)) if status.code == 409 => {
-                    tracing::info!(node = name, "node changed while we wrote it (409); reading it again");
-                }
-                Err(e) => return Err(kube_err("patch node", e)),
-            }
-        }
-        Err(Error::Kube {
-            operation: "patch node",
-            source: format!("{name} kept changing under us ({CONFLICT_TRIES} conflicts)").into(),
-        })
+        read_modify_write(&api, name, ("get node", "patch node"), change).await
     }
 
     /// Carry out an evacuation line; returns the actions actually taken (for the journal) and notes.
@@ -462,29 +486,38 @@ pub struct Nodes {
 /// (with a notice when `--type eks` asked for it), and recovery lists its records as kept.
 pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box<dyn Plugin>>>> {
     Box::pin(async move {
-        let request = &setup.request;
-        let options = Options {
-            contexts: request.kube_contexts.clone(),
-            kubeconfig: setup.kubeconfig.clone(),
-            mode: request.k8s_mode.unwrap_or_default(),
-            // The flag's own default (5m) when a hand-written request leaves it out.
-            drain_timeout: Duration::from_secs(request.drain_timeout_seconds.unwrap_or(300)),
-        };
-        let clusters = if options.contexts.is_empty() {
-            if request.names(TYPE) {
-                eprintln!("azevac: notice: --type eks needs --kube-context CONTEXT; Kubernetes nodes left out");
-            } else {
-                tracing::info!("no --kube-context: Kubernetes nodes left out");
-            }
-            Vec::new()
-        } else {
-            connect(&options).await?
-        };
-        Ok(Some(Box::new(Nodes {
-            clusters: by_name(&clusters),
-            options,
-        }) as Box<dyn Plugin>))
+        let (options, clusters) = clusters_of(setup, TYPE, "Kubernetes nodes").await?;
+        Ok(Some(Box::new(Nodes { clusters, options }) as Box<dyn Plugin>))
     })
+}
+
+/// The Kubernetes options of the request and its clusters, by name, for the type `resource_type`
+/// (`what` it acts on, for the notice). Without `--kube-context` there are none: a notice when
+/// `--type` named the type, a log line otherwise.
+pub(crate) async fn clusters_of(
+    setup: &Setup,
+    resource_type: &str,
+    what: &str,
+) -> Result<(Options, BTreeMap<String, Cluster>)> {
+    let request = &setup.request;
+    let options = Options {
+        contexts: request.kube_contexts.clone(),
+        kubeconfig: setup.kubeconfig.clone(),
+        mode: request.k8s_mode.unwrap_or_default(),
+        // The flag's own default (5m) when a hand-written request leaves it out.
+        drain_timeout: Duration::from_secs(request.drain_timeout_seconds.unwrap_or(300)),
+    };
+    let clusters = if options.contexts.is_empty() {
+        if request.names(resource_type) {
+            eprintln!("azevac: notice: --type {resource_type} needs --kube-context CONTEXT; {what} left out");
+        } else {
+            tracing::info!("no --kube-context: {what} left out");
+        }
+        Vec::new()
+    } else {
+        connect(&options).await?
+    };
+    Ok((options, by_name(&clusters)))
 }
 
 impl Nodes {
@@ -523,15 +556,7 @@ impl Plugin for Nodes {
             let cluster_name = cluster_of(&record.resource);
             let item = match self.clusters.get(cluster_name) {
                 Some(cluster) => recovery(record, cluster.node(node_of(&record.resource)).await?.as_ref()),
-                None => {
-                    let mut item = recovery(record, None);
-                    item.status = Status::Skipped;
-                    item.actions = Some(Vec::new());
-                    item.reason = Some(format!(
-                        "no --kube-context for cluster {cluster_name}: journal record kept"
-                    ));
-                    item
-                }
+                None => kept_without_cluster(recovery(record, None), cluster_name),
             };
             items.push(item);
         }
@@ -577,6 +602,14 @@ fn evictable(pod: &Pod) -> bool {
         .and_then(|s| s.phase.as_deref())
         .is_some_and(|p| p == "Succeeded" || p == "Failed");
     !daemonset && !mirror && !finished && pod.metadata.deletion_timestamp.is_none()
+}
+
+/// A recovery line of a cluster this run has no `--kube-context` for: skipped, its record kept.
+pub(crate) fn kept_without_cluster(mut item: Item, cluster: &str) -> Item {
+    item.status = Status::Skipped;
+    item.actions = Some(Vec::new());
+    item.reason = Some(format!("no --kube-context for cluster {cluster}: journal record kept"));
+    item
 }
 
 /// The clusters by name, for finding the cluster of a journal record.

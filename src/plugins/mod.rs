@@ -4,8 +4,8 @@
 //! locks, leases), concurrency, ordering and reporting — lives in the engine, once.
 //!
 //! Subnet-placed types (Auto Scaling, ECS, Lambda) implement the smaller [`SubnetService`] and share
-//! one adapter ([`subnets::Subnets`]); Kubernetes nodes and zonal shifts implement [`Plugin`]
-//! directly.
+//! one adapter ([`subnets::Subnets`]); Kubernetes nodes, Karpenter NodePools and zonal shifts
+//! implement [`Plugin`] directly.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -25,6 +25,7 @@ use crate::Result;
 pub mod asg;
 pub mod ecs;
 pub mod eks;
+pub mod karpenter;
 pub mod lambda;
 pub mod subnets;
 pub mod zonal_shift;
@@ -64,6 +65,11 @@ pub const REGISTRY: &[Registration] = &[
         name: eks::TYPE,
         services: &[],
         build: eks::plugin,
+    },
+    Registration {
+        name: karpenter::TYPE,
+        services: &[],
+        build: karpenter::plugin,
     },
     Registration {
         name: zonal_shift::TYPE,

@@ -148,11 +148,17 @@ pub fn evacuation(managed: &[Managed], az_id: &str, expires_in: &str, records: &
                 item.status = Status::Skipped;
                 item.reason = Some(why);
                 item.actions = Some(Vec::new());
+            } else if kind_of(&m.arn) == Kind::Eks {
+                item.notes.push(EKS_SHIFT_NOTE.to_owned());
             }
             item
         })
         .collect()
 }
+
+/// What a cluster's zonal shift does to its capacity, and what it does not.
+const EKS_SHIFT_NOTE: &str = "managed node groups stop launching nodes in the zone while the shift lasts; \
+     Karpenter honours the shift only when its zonal-shift support is enabled (otherwise --type karpenter excludes the zone from its NodePools)";
 
 /// Why a resource with someone else's shift (or an autoshift, or a practice run) is left alone.
 fn describe_foreign(active: &Active) -> String {
@@ -590,6 +596,20 @@ mod tests {
             items[0].actions.as_deref(),
             Some(&["start zonal shift away from use1-az2, expires in 3h".to_string()][..])
         );
+    }
+
+    #[test]
+    fn a_clusters_shift_says_what_karpenter_and_node_groups_do() {
+        let cluster = "arn:aws:eks:us-east-1:123456789012:cluster/prod";
+        let items = evacuation(
+            &[managed(LB, vec![]), managed(cluster, vec![])],
+            "use1-az2",
+            "3h",
+            &BTreeMap::new(),
+        );
+        assert!(items[0].notes.is_empty());
+        let notes = items[1].notes.join(" ");
+        assert!(notes.contains("Karpenter honours the shift only when") && notes.contains("managed node groups"));
     }
 
     #[test]

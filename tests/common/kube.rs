@@ -3,6 +3,10 @@
 //! server rejects for those calls: a stale `resourceVersion` (409 Conflict), an unsupported patch
 //! content type (415), invalid or duplicate taints (422), an unsupported field selector (400), an
 //! unknown object (404), and an eviction a PodDisruptionBudget does not allow yet (429).
+//! Karpenter NodePools are served as the API server serves a custom resource
+//! (`/apis/karpenter.sh/v1/nodepools`, cluster-scoped): merge and JSON patch only (a strategic merge
+//! patch is 415 for custom resources), and requirements validated as the CRD does (422); a cluster
+//! without the CRD answers 404 there.
 //! Like the AWS proxy (tests/common/proxy.rs), it counts and names every request and can SIGKILL a
 //! watched azevac process at the Nth one, before or after applying it.
 
@@ -22,17 +26,106 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 pub use super::proxy::KillWhen;
+use super::{azevac_at, Moto, Run};
+
+/// A fixture of `fixtures/`, as JSON.
+pub fn fixture(name: &str) -> Value {
+    let path = format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("json")
+}
+
+/// The `items` of a `kubectl get -o json`-shaped fixture.
+pub fn fixture_items(name: &str) -> Vec<Value> {
+    fixture(name)["items"].as_array().expect("items").clone()
+}
+
+/// What a Kubernetes test runs the binary against: its own moto server, a fake API server, and a
+/// kubeconfig whose context `prod` names the cluster.
+pub struct Harness {
+    /// The emulator (zones, journal).
+    pub moto: Moto,
+    /// The fake API server.
+    pub kube: FakeKube,
+    /// Where the kubeconfig (and whatever the test writes) lives.
+    pub dir: tempfile::TempDir,
+    /// The kubeconfig's path.
+    pub kubeconfig: String,
+    resource_type: &'static str,
+}
+
+impl Harness {
+    /// Serve `cluster` as the cluster `name`, for runs of `--type resource_type`.
+    pub fn new(name: &str, resource_type: &'static str, cluster: Cluster) -> Harness {
+        let moto = Moto::start();
+        let kube = FakeKube::start(cluster);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = kube.kubeconfig(dir.path(), &[("prod", name)]).display().to_string();
+        Harness {
+            moto,
+            kube,
+            dir,
+            kubeconfig,
+            resource_type,
+        }
+    }
+
+    /// `args`, then the type, the context and the kubeconfig.
+    fn args<'a>(&'a self, args: &[&'a str]) -> Vec<&'a str> {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend([
+            "--type",
+            self.resource_type,
+            "--kube-context",
+            "prod",
+            "--kubeconfig",
+            &self.kubeconfig,
+        ]);
+        all
+    }
+
+    /// Run azevac with `args`, the type, the context and the kubeconfig.
+    pub fn run(&self, args: &[&str]) -> Run {
+        azevac_at(&self.moto.endpoint, &self.args(args), &[])
+    }
+
+    /// [`Harness::run`] with the fake API server watching the process (to kill it at its kill
+    /// point); the exit code (`None`: killed).
+    pub fn run_watched(&self, args: &[&str]) -> Option<i32> {
+        let child = super::command(&self.moto.endpoint, &self.args(args), &[])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn azevac");
+        let child = Arc::new(Mutex::new(child));
+        self.kube.watch(child.clone());
+        loop {
+            if let Some(status) = child.lock().expect("child").try_wait().expect("wait") {
+                return status.code();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// A node as the fake holds it now.
+    pub fn node(&self, name: &str) -> Value {
+        self.kube.state.lock().expect("state").nodes[name].clone()
+    }
+}
 
 /// The API server's objects and the behaviours a test asks for.
 #[derive(Default)]
 pub struct Cluster {
     /// Nodes by name.
     pub nodes: BTreeMap<String, Value>,
+    /// Karpenter NodePools by name (`None`: the cluster has no NodePool CRD).
+    pub nodepools: Option<BTreeMap<String, Value>>,
+    /// The caller may not read NodePools (RBAC without them): 403 Forbidden.
+    pub nodepools_forbidden: bool,
     /// Pods (each with metadata.namespace and spec.nodeName).
     pub pods: Vec<Value>,
     /// Evictions of these pods (`ns/name`) are refused with 429 this many more times (u32::MAX: always).
     pub pdb_refusals: BTreeMap<String, u32>,
-    /// The next PATCH of these nodes meets a concurrent edit first (so its resourceVersion is stale).
+    /// The next PATCH of these nodes (or NodePools) meets a concurrent edit first (so its resourceVersion is stale).
     pub conflict_once: BTreeSet<String>,
     /// Counts, for assertions: 409s and 429s answered, evictions done.
     pub conflicts: usize,
@@ -58,10 +151,56 @@ impl Cluster {
 
     /// Change a node as another client would (bumps its resourceVersion).
     pub fn edit_node(&mut self, name: &str, edit: impl FnOnce(&mut Value)) {
+        self.edit(Kind::Node, name, edit);
+    }
+
+    /// Add a NodePool (installing the CRD if there was none), giving it a resourceVersion.
+    pub fn add_nodepool(&mut self, mut pool: Value) {
+        pool["metadata"]["resourceVersion"] = json!(self.bump());
+        let name = pool["metadata"]["name"].as_str().expect("nodepool name").to_owned();
+        self.nodepools.get_or_insert_with(BTreeMap::new).insert(name, pool);
+    }
+
+    /// Change a NodePool as another client would (bumps its resourceVersion).
+    pub fn edit_nodepool(&mut self, name: &str, edit: impl FnOnce(&mut Value)) {
+        self.edit(Kind::NodePool, name, edit);
+    }
+
+    fn edit(&mut self, kind: Kind, name: &str, edit: impl FnOnce(&mut Value)) {
         let version = self.bump();
-        let node = self.nodes.get_mut(name).expect("node");
-        edit(node);
-        node["metadata"]["resourceVersion"] = json!(version);
+        let object = self.objects(kind).and_then(|o| o.get_mut(name)).expect("object");
+        edit(object);
+        object["metadata"]["resourceVersion"] = json!(version);
+    }
+
+    fn objects(&mut self, kind: Kind) -> Option<&mut BTreeMap<String, Value>> {
+        match kind {
+            Kind::Node => Some(&mut self.nodes),
+            Kind::NodePool => self.nodepools.as_mut(),
+        }
+    }
+}
+
+/// The two kinds of object the fake patches.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Node,
+    NodePool,
+}
+
+impl Kind {
+    fn plural(self) -> &'static str {
+        match self {
+            Kind::Node => "nodes",
+            Kind::NodePool => "nodepools.karpenter.sh",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Node => "Node",
+            Kind::NodePool => "NodePool",
+        }
     }
 }
 
@@ -113,6 +252,11 @@ impl FakeKube {
                     .route("/api/v1/nodes", get(list_nodes))
                     .route("/api/v1/nodes/{name}", get(get_node).patch(patch_node))
                     .route("/api/v1/pods", get(list_pods))
+                    .route("/apis/karpenter.sh/v1/nodepools", get(list_nodepools))
+                    .route(
+                        "/apis/karpenter.sh/v1/nodepools/{name}",
+                        get(get_nodepool).patch(patch_nodepool),
+                    )
                     .route("/api/v1/namespaces/{ns}/pods/{name}/eviction", post(evict))
                     .fallback(|| async {
                         status(
@@ -259,29 +403,46 @@ async fn get_node(State(state): Shared, UrlPath(name): UrlPath<String>) -> Respo
     let st = state.lock().expect("state");
     match st.nodes.get(&name) {
         Some(node) => Json(node.clone()).into_response(),
-        None => status(
-            StatusCode::NOT_FOUND,
-            "NotFound",
-            &format!("nodes \"{name}\" not found"),
-        ),
+        None => not_found(Kind::Node, &name),
     }
 }
 
 async fn patch_node(State(state): Shared, UrlPath(name): UrlPath<String>, headers: HeaderMap, body: Bytes) -> Response {
+    patch(&state, Kind::Node, &name, &headers, &body)
+}
+
+async fn patch_nodepool(
+    State(state): Shared,
+    UrlPath(name): UrlPath<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    patch(&state, Kind::NodePool, &name, &headers, &body)
+}
+
+fn not_found(kind: Kind, name: &str) -> Response {
+    status(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        &format!("{} \"{name}\" not found", kind.plural()),
+    )
+}
+
+fn patch(state: &Mutex<Cluster>, kind: Kind, name: &str, headers: &HeaderMap, body: &Bytes) -> Response {
     let mut st = state.lock().expect("state");
-    if st.conflict_once.remove(&name) && st.nodes.contains_key(&name) {
-        st.edit_node(&name, |n| {
+    if st.objects(kind).is_none() {
+        return no_crd();
+    }
+    let exists = st.objects(kind).is_some_and(|o| o.contains_key(name));
+    if st.conflict_once.remove(name) && exists {
+        st.edit(kind, name, |n| {
             n["metadata"]["labels"]["example.com/touched-by"] = json!("someone-else")
         });
     }
-    let Some(current) = st.nodes.get(&name).cloned() else {
-        return status(
-            StatusCode::NOT_FOUND,
-            "NotFound",
-            &format!("nodes \"{name}\" not found"),
-        );
+    let Some(current) = st.objects(kind).and_then(|o| o.get(name)).cloned() else {
+        return not_found(kind, name);
     };
-    let Ok(patch) = serde_json::from_slice::<Value>(&body) else {
+    let Ok(patch) = serde_json::from_slice::<Value>(body) else {
         return status(
             StatusCode::BAD_REQUEST,
             "BadRequest",
@@ -294,7 +455,12 @@ async fn patch_node(State(state): Shared, UrlPath(name): UrlPath<String>, header
         .unwrap_or_default();
     let mut patched = current.clone();
     let applied = match content_type {
-        "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+        "application/merge-patch+json" => {
+            json_patch::merge(&mut patched, &patch);
+            Ok(())
+        }
+        // Custom resources have no strategic-merge schema: the API server refuses it for them.
+        "application/strategic-merge-patch+json" if kind == Kind::Node => {
             json_patch::merge(&mut patched, &patch);
             Ok(())
         }
@@ -314,24 +480,114 @@ async fn patch_node(State(state): Shared, UrlPath(name): UrlPath<String>, header
     }
     // Optimistic concurrency: a resourceVersion in the patch must be the current one.
     let sent = patched["metadata"]["resourceVersion"].clone();
-    if sent != current["metadata"]["resourceVersion"] && patch["metadata"].get("resourceVersion").is_some() {
+    let sent_any = patch["metadata"].get("resourceVersion").is_some()
+        || (content_type == "application/json-patch+json" && sent != current["metadata"]["resourceVersion"]);
+    if sent != current["metadata"]["resourceVersion"] && sent_any {
         st.conflicts += 1;
         return status(
             StatusCode::CONFLICT,
             "Conflict",
-            &format!("Operation cannot be fulfilled on nodes \"{name}\": the object has been modified; please apply your changes to the latest version and try again"),
+            &format!("Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again", kind.plural()),
         );
     }
-    if let Err(why) = validate_taints(&patched) {
+    let valid = match kind {
+        Kind::Node => validate_taints(&patched),
+        Kind::NodePool => validate_requirements(&patched),
+    };
+    if let Err(why) = valid {
         return status(
             StatusCode::UNPROCESSABLE_ENTITY,
             "Invalid",
-            &format!("Node \"{name}\" is invalid: {why}"),
+            &format!("{} \"{name}\" is invalid: {why}", kind.name()),
         );
     }
     patched["metadata"]["resourceVersion"] = json!(st.bump());
-    st.nodes.insert(name, patched.clone());
+    if let Some(objects) = st.objects(kind) {
+        objects.insert(name.to_owned(), patched.clone());
+    }
     Json(patched).into_response()
+}
+
+/// What the API server answers for a resource whose CRD is not installed.
+fn no_crd() -> Response {
+    status(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
+}
+
+async fn list_nodepools(State(state): Shared) -> Response {
+    let mut st = state.lock().expect("state");
+    if st.nodepools_forbidden {
+        return status(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            "nodepools.karpenter.sh is forbidden: User \"operator\" cannot list resource \"nodepools\" in API group \"karpenter.sh\" at the cluster scope",
+        );
+    }
+    let Some(pools) = st.nodepools.as_ref() else {
+        return no_crd();
+    };
+    let items: Vec<Value> = pools.values().cloned().collect();
+    let version = st.bump();
+    Json(json!({ "apiVersion": "karpenter.sh/v1", "kind": "NodePoolList", "metadata": { "resourceVersion": version }, "items": items }))
+        .into_response()
+}
+
+async fn get_nodepool(State(state): Shared, UrlPath(name): UrlPath<String>) -> Response {
+    let st = state.lock().expect("state");
+    match st.nodepools.as_ref().map(|p| p.get(&name)) {
+        None => no_crd(),
+        Some(Some(pool)) => Json(pool.clone()).into_response(),
+        Some(None) => not_found(Kind::NodePool, &name),
+    }
+}
+
+/// The NodePool CRD's checks of `spec.template.spec.requirements`, plus the API's node-selector
+/// rules for each operator.
+fn validate_requirements(pool: &Value) -> Result<(), String> {
+    let Some(requirements) = pool["spec"]["template"]["spec"]["requirements"].as_array() else {
+        return Err("spec.template.spec.requirements: Required value".into());
+    };
+    for (i, r) in requirements.iter().enumerate() {
+        let at = format!("spec.template.spec.requirements[{i}]");
+        let key = r["key"].as_str().unwrap_or_default();
+        if key.is_empty() {
+            return Err(format!("{at}.key: Required value"));
+        }
+        let values = match &r["values"] {
+            Value::Null => Vec::new(),
+            Value::Array(v) if v.iter().all(Value::is_string) => v.iter().filter_map(Value::as_str).collect(),
+            other => {
+                return Err(format!(
+                    "{at}.values: Invalid value: {other}: must be a list of strings"
+                ))
+            }
+        };
+        let operator = r["operator"].as_str().unwrap_or_default();
+        match operator {
+            "In" | "NotIn" if values.is_empty() => {
+                return Err(format!("{at}.values: Required value: values must be non-empty for operator {operator}"))
+            }
+            "Exists" | "DoesNotExist" if !values.is_empty() => {
+                return Err(format!("{at}.values: Forbidden: values must be empty for operator {operator}"))
+            }
+            "Gt" | "Lt" if values.len() != 1 || values[0].parse::<u64>().is_err() => {
+                return Err(format!("{at}.values: Invalid value: requirements operator 'Gt' or 'Lt' must have a single positive integer value"))
+            }
+            "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt" => {}
+            other => {
+                return Err(format!("{at}.operator: Unsupported value: {other:?}: supported values: \"In\", \"NotIn\", \"Exists\", \"DoesNotExist\", \"Gt\", \"Lt\""))
+            }
+        }
+        if let Some(min) = r["minValues"].as_u64() {
+            if operator == "In" && (values.len() as u64) < min {
+                return Err(format!("{at}: Invalid value: requirements with 'minValues' must have at least that many values specified in the 'values' field"));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn validate_taints(node: &Value) -> Result<(), String> {
