@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
-use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_config::{AppName, BehaviorVersion, Region, SdkConfig};
 
 use crate::{Error, Result};
 
@@ -22,20 +22,48 @@ pub struct Connection {
     pub profile: Option<String>,
     /// `--endpoint-url`, overriding `AWS_ENDPOINT_URL` (an emulator, a VPC endpoint).
     pub endpoint_url: Option<String>,
+    /// The AZ ID the command is about: its prefix names its region (`use1` is us-east-1), used when
+    /// no region is configured and checked against the one that is.
+    pub az_id: Option<String>,
     /// `--attempt-timeout`: the longest one attempt of a call may take.
     pub attempt_timeout: Option<Duration>,
     /// `--operation-timeout`: the longest one call may take, retries included.
     pub operation_timeout: Option<Duration>,
 }
 
-/// Load the shared SDK configuration. Fails with a clear message when no region can be found.
+/// Load the shared SDK configuration. Fails with a clear message when no region can be found, or
+/// when the configured region is not the AZ ID's.
 pub async fn load(conn: &Connection) -> Result<SdkConfig> {
+    let implied = conn.az_id.as_deref().and_then(crate::topology::region_of_az_id);
+    let config = load_with(conn, conn.region.clone()).await;
+    let Some(region) = config.region().map(|r| r.to_string()) else {
+        let Some(implied) = implied else {
+            return Err(Error::BadInput(
+                "no AWS region configured: pass --region, set AWS_REGION, or set region in the profile".into(),
+            ));
+        };
+        eprintln!(
+            "azevac: no AWS region configured; {} is in {implied}, so using {implied} (pass --region to choose)",
+            conn.az_id.as_deref().unwrap_or_default()
+        );
+        return Ok(load_with(conn, Some(implied)).await);
+    };
+    if let Some(implied) = implied.filter(|implied| *implied != region) {
+        return Err(Error::BadInput(format!(
+            "{} is in {implied}, not {region}: check --region / AWS_REGION (use {implied}), or give an AZ ID of {region}",
+            conn.az_id.as_deref().unwrap_or_default()
+        )));
+    }
+    Ok(config)
+}
+
+async fn load_with(conn: &Connection, region: Option<String>) -> SdkConfig {
     let mut loader = aws_config::defaults(BehaviorVersion::latest());
     if let Some(profile) = &conn.profile {
         loader = loader.profile_name(profile);
     }
-    if let Some(region) = &conn.region {
-        loader = loader.region(Region::new(region.clone()));
+    if let Some(region) = region {
+        loader = loader.region(Region::new(region));
     }
     if let Some(url) = &conn.endpoint_url {
         loader = loader.endpoint_url(url);
@@ -55,13 +83,14 @@ pub async fn load(conn: &Connection) -> Result<SdkConfig> {
         timeouts = timeouts.operation_timeout(operation);
     }
     loader = loader.timeout_config(timeouts.build());
-    let config = loader.load().await;
-    if config.region().is_none() {
-        return Err(Error::BadInput(
-            "no AWS region configured: pass --region, set AWS_REGION, or set region in the profile".into(),
-        ));
+    // CloudTrail shows the user agent of every call: "app/azevac-<version>" says which calls were
+    // azevac's during an incident review. An app ID the operator set (AWS_SDK_UA_APP_ID) wins.
+    if std::env::var_os("AWS_SDK_UA_APP_ID").is_none() {
+        if let Ok(app) = AppName::new(concat!("azevac-", env!("CARGO_PKG_VERSION"))) {
+            loader = loader.app_name(app);
+        }
     }
-    Ok(config)
+    loader.load().await
 }
 
 /// The region a loaded configuration points at (always present after [`load`]).

@@ -8,7 +8,12 @@ use crate::model::Request;
 /// Evacuate an AWS Availability Zone on the control plane (Auto Scaling, ECS, Lambda, EKS, Karpenter), and put it
 /// back exactly. Every change is journalled in DynamoDB before it is made.
 #[derive(Debug, Parser)]
-#[command(name = "azevac", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "azevac",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("AZEVAC_COMMIT"), ")"),
+    propagate_version = true,
+    max_term_width = 100
+)]
 pub struct Cli {
     /// Connection and output options shared by every command.
     #[command(flatten)]
@@ -65,6 +70,21 @@ pub struct Global {
 }
 
 pub use crate::model::Output;
+
+impl Command {
+    /// The AZ ID the command names, if any: it also says which region the command is about.
+    pub fn az_id(&self) -> Option<&str> {
+        match self {
+            Command::Evacuate(args) => Some(&args.az_id),
+            Command::Recover(args) => args.az_id.as_deref(),
+            Command::Status(args) => args.az_id.as_deref(),
+            Command::Shift(Shift::Start(args)) => Some(&args.az_id),
+            Command::Shift(Shift::List(args)) => args.az_id.as_deref(),
+            Command::Shift(Shift::Cancel(args)) => args.az_id.as_deref(),
+            _ => None,
+        }
+    }
+}
 
 /// What azevac does.
 #[derive(Debug, Subcommand)]

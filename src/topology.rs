@@ -9,6 +9,38 @@ use aws_sdk_ec2::types::Filter;
 
 use crate::{Error, Result};
 
+/// The region an AZ ID belongs to, from its prefix as AWS forms it: the region's area code, the
+/// initials of its direction, its number (`use1` us-east-1, `apne1` ap-northeast-1, `euc2`
+/// eu-central-2, `usgw1` us-gov-west-1). Local and Wavelength Zone IDs (`use1-bos1-az1`) carry their
+/// parent region's prefix. `None` when the text does not have that shape.
+pub fn region_of_az_id(az_id: &str) -> Option<String> {
+    let prefix = az_id.split('-').next()?;
+    let letters: String = prefix.chars().take_while(char::is_ascii_lowercase).collect();
+    let number = &prefix[letters.len()..];
+    if letters.len() < 3 || number.is_empty() || !number.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let (area, direction) = letters.split_at(2);
+    let (area, direction) = match (area, direction) {
+        ("us", "gw") => ("us-gov", "w"),
+        ("us", "ge") => ("us-gov", "e"),
+        other => other,
+    };
+    let direction = match direction {
+        "e" => "east",
+        "w" => "west",
+        "n" => "north",
+        "s" => "south",
+        "c" => "central",
+        "ne" => "northeast",
+        "nw" => "northwest",
+        "se" => "southeast",
+        "sw" => "southwest",
+        _ => return None,
+    };
+    Some(format!("{area}-{direction}-{number}"))
+}
+
 /// Attempts of the first call before an unreachable or non-EC2 endpoint is reported.
 const QUICK_ATTEMPTS: u32 = 2;
 
@@ -248,5 +280,26 @@ mod tests {
             msg.starts_with("\"use1-az9\" is not an AZ ID in us-east-1; valid AZ IDs: use1-az1"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn an_az_id_names_its_region() {
+        for (az_id, region) in [
+            ("use1-az2", Some("us-east-1")),
+            ("usw2-az1", Some("us-west-2")),
+            ("euw1-az3", Some("eu-west-1")),
+            ("euc2-az1", Some("eu-central-2")),
+            ("apne1-az4", Some("ap-northeast-1")),
+            ("apse5-az1", Some("ap-southeast-5")),
+            ("cnnw1-az1", Some("cn-northwest-1")),
+            ("usgw1-az1", Some("us-gov-west-1")),
+            ("use1-bos1-az1", Some("us-east-1")),
+            ("us-east-1c", None),
+            ("az2", None),
+            ("usx1-az1", None),
+            ("", None),
+        ] {
+            assert_eq!(region_of_az_id(az_id).as_deref(), region, "{az_id}");
+        }
     }
 }

@@ -284,3 +284,27 @@ fn completions_and_the_man_page_come_from_the_clap_definitions() {
     assert!(man.contains(".TH azevac 1") && man.contains("evacuate"), "{man}");
     assert!(run(&["--version"]).starts_with(&format!("azevac {}", env!("CARGO_PKG_VERSION"))));
 }
+
+/// `azevac --version` names the commit it was built from (issue 19), so a bug report or an incident
+/// review can say exactly which code ran.
+#[test]
+fn the_version_names_the_commit() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_azevac"))
+        .arg("--version")
+        .output()
+        .expect("run azevac --version");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|| "unknown".into());
+    assert_eq!(
+        text.trim(),
+        format!("azevac {} (commit {head})", env!("CARGO_PKG_VERSION"))
+    );
+}

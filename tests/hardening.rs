@@ -185,18 +185,17 @@ fn issue_13_an_unreachable_endpoint_is_reported_after_two_attempts() {
     assert_eq!(accepted.load(Ordering::SeqCst), 2, "two attempts");
 }
 
-/// No region anywhere: exactly one line on stderr (the SDK's instance-metadata warnings, three
-/// multi-line ones before, stay below -vv).
+/// No region anywhere, and no AZ ID to take one from: exactly one line on stderr (the SDK's
+/// instance-metadata warnings, three multi-line ones before, stay below -vv).
 #[test]
 fn issue_13_no_region_is_one_line() {
     let home = tempfile::tempdir().expect("home");
     let run = azevac_at(
         "http://127.0.0.1:1",
-        &["evacuate", "--az-id", ZONE, "--dry-run"],
+        &["status"],
         &[
             ("AWS_REGION", None),
             ("AWS_DEFAULT_REGION", None),
-            ("AWS_ENDPOINT_URL", None),
             ("AWS_CONFIG_FILE", None),
             ("AWS_SHARED_CREDENTIALS_FILE", None),
             ("HOME", home.path().to_str()),
@@ -205,6 +204,44 @@ fn issue_13_no_region_is_one_line() {
     .expect_code(2);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     assert!(run.stderr.contains("no AWS region configured"), "{}", run.stderr);
+}
+
+/// Issue 19: with no region configured, the AZ ID's region is used and said in one line; a
+/// configured region that is not the AZ ID's is refused with both named, before any call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_az_id_names_the_region() {
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    estate::seed(&sdk, &estate("web")).await;
+    let home = tempfile::tempdir().expect("home");
+    let no_region = [
+        ("AWS_REGION", None),
+        ("AWS_DEFAULT_REGION", None),
+        ("AWS_CONFIG_FILE", None),
+        ("AWS_SHARED_CREDENTIALS_FILE", None),
+        ("HOME", home.path().to_str()),
+    ];
+    let run = azevac_at(&moto.endpoint, &["evacuate", "--az-id", ZONE, "--dry-run"], &no_region).expect_code(0);
+    assert!(
+        run.stderr.contains("use1-az2 is in us-east-1, so using us-east-1"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.contains("web"), "{}", run.stdout);
+
+    let proxy = Proxy::start(&moto.endpoint);
+    let run = azevac_at(
+        &proxy.endpoint,
+        &["--region", "us-west-2", "evacuate", "--az-id", ZONE, "--dry-run"],
+        &[],
+    )
+    .expect_code(2);
+    assert!(
+        run.stderr.contains("use1-az2 is in us-east-1, not us-west-2"),
+        "{}",
+        run.stderr
+    );
+    assert!(proxy.calls().is_empty(), "refused before any call: {:?}", proxy.calls());
 }
 
 /// One type that cannot be read does not stop the others: evacuate changes the group and reports
@@ -296,4 +333,20 @@ async fn issue_13_control_sequences_in_a_name_reach_the_terminal_escaped() {
     let record = &json["records"][0];
     assert_eq!(record["resource_name"], name, "JSON keeps the exact name: {record}");
     assert_eq!(record["reason"], reason, "JSON keeps the exact reason: {record}");
+}
+
+/// Every AWS call names azevac and its version in the user agent, so that CloudTrail shows which
+/// calls azevac made (issue 19).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_names_azevac_in_its_user_agent() {
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    estate::seed(&sdk, &estate("web")).await;
+    let proxy = Proxy::start(&moto.endpoint);
+    azevac_at(&proxy.endpoint, &["evacuate", "--az-id", ZONE, "--yes"], &[]).expect_code(0);
+    let agents = proxy.user_agents();
+    assert!(agents.len() > 5, "{agents:?}");
+    let app = concat!("app/azevac-", env!("CARGO_PKG_VERSION"));
+    let missing: Vec<&(String, String)> = agents.iter().filter(|(_, agent)| !agent.contains(app)).collect();
+    assert!(missing.is_empty(), "calls without {app}: {missing:?}");
 }

@@ -51,8 +51,9 @@ pub struct Context {
 
 impl Context {
     /// Load the SDK configuration from the flags and the SDK's own chain.
-    pub async fn connect(global: &cli::Global) -> Result<Self> {
+    pub async fn connect(global: &cli::Global, az_id: Option<&str>) -> Result<Self> {
         let sdk = crate::aws::load(&crate::aws::Connection {
+            az_id: az_id.map(str::to_owned),
             region: global.region.clone(),
             profile: global.profile.clone(),
             endpoint_url: global.endpoint_url.clone(),
@@ -235,7 +236,7 @@ pub async fn run(cli: &cli::Cli) -> Result<i32> {
         }
         _ => {}
     }
-    let ctx = Context::connect(&cli.global).await?;
+    let ctx = Context::connect(&cli.global, cli.command.az_id()).await?;
     match &cli.command {
         cli::Command::Init => init::run(&ctx).await,
         cli::Command::Evacuate(args) => evacuate::run(&ctx, args).await,

@@ -97,6 +97,8 @@ struct State {
     calls: Vec<String>,
     /// The body of each call in `calls`.
     bodies: Vec<String>,
+    /// The SDK's user agent of each call in `calls`.
+    user_agents: Vec<String>,
     /// Calls being handled now (a parked one included).
     in_flight: usize,
     injected: usize,
@@ -250,6 +252,12 @@ impl Proxy {
         state.calls.iter().cloned().zip(state.bodies.iter().cloned()).collect()
     }
 
+    /// Each call's label with the SDK user agent it was sent with.
+    pub fn user_agents(&self) -> Vec<(String, String)> {
+        let st = self.state.lock().expect("state");
+        st.calls.iter().cloned().zip(st.user_agents.iter().cloned()).collect()
+    }
+
     /// How many faults were injected since the last `set`.
     pub fn injected(&self) -> usize {
         self.state.lock().expect("state").injected
@@ -292,6 +300,15 @@ async fn handle(
         let mut st = state.lock().expect("state");
         st.calls.push(label.clone());
         st.bodies.push(text.clone());
+        st.user_agents.push(
+            parts
+                .headers
+                .get("x-amz-user-agent")
+                .or_else(|| parts.headers.get("user-agent"))
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned(),
+        );
         let n = st.calls.len();
         let held = park(&mut st, &label, &text);
         let latency = st.faults.latency;

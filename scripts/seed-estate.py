@@ -1,0 +1,149 @@
+"""Seed an emulator (AWS_ENDPOINT_URL) with an estate described in a JSON file, with boto3 from the
+emulator's own venv: `scripts/demo` uses it so that a first run builds nothing but azevac itself.
+
+It creates exactly what tests/common/estate.rs (the integration tests' seeder) creates from the same
+spec; tests/demo_seed.rs seeds one emulator with each and compares the two estates.
+
+Usage: .venv-moto/bin/python scripts/seed-estate.py [fixtures/sample-estate.json]
+"""
+
+import json
+import os
+import sys
+
+import boto3
+import boto3.session
+
+LAUNCH_TEMPLATE = "azevac-sample"
+# The smallest valid zip archive: an empty end-of-central-directory record.
+EMPTY_ZIP = b"PK\x05\x06" + b"\x00" * 18
+TRUST = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    },
+    separators=(",", ":"),
+)
+
+
+def seed(spec):
+    # boto3 reads AWS_DEFAULT_REGION only; azevac and the SDK for Rust read AWS_REGION.
+    session = boto3.session.Session(region_name=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"))
+    ec2 = session.client("ec2")
+    subnets, security_groups = {}, {}
+    for vpc in spec.get("vpcs", []):
+        vpc_id = ec2.create_vpc(CidrBlock=vpc["cidr"])["Vpc"]["VpcId"]
+        a, b = vpc["cidr"].split(".")[:2]
+        for i, zone in enumerate(vpc["zones"]):
+            subnet = ec2.create_subnet(VpcId=vpc_id, CidrBlock=f"{a}.{b}.{i * 16}.0/20", AvailabilityZoneId=zone)
+            subnets[(vpc["name"], zone)] = subnet["Subnet"]["SubnetId"]
+        group = ec2.create_security_group(GroupName=f"{vpc['name']}-app", Description="azevac sample", VpcId=vpc_id)
+        security_groups[vpc["name"]] = group["GroupId"]
+
+    groups = spec.get("auto_scaling_groups", [])
+    if groups:
+        ec2.create_launch_template(
+            LaunchTemplateName=LAUNCH_TEMPLATE,
+            LaunchTemplateData={"ImageId": "ami-12c6146b", "InstanceType": "t3.micro"},
+        )
+    autoscaling = session.client("autoscaling")
+    for group in groups:
+        desired = group.get("desired", 0)
+        autoscaling.create_auto_scaling_group(
+            AutoScalingGroupName=group["name"],
+            LaunchTemplate={"LaunchTemplateName": LAUNCH_TEMPLATE},
+            MinSize=0,
+            MaxSize=max(desired, 1),
+            DesiredCapacity=desired,
+            VPCZoneIdentifier=",".join(subnets[(group["vpc"], z)] for z in group["zones"]),
+            Tags=[
+                {
+                    "Key": k,
+                    "Value": v,
+                    "ResourceId": group["name"],
+                    "ResourceType": "auto-scaling-group",
+                    "PropagateAtLaunch": False,
+                }
+                for k, v in group.get("tags", {}).items()
+            ],
+        )
+
+    services = spec.get("ecs_services", [])
+    if services:
+        ecs = session.client("ecs")
+        for mode in ["awsvpc", "bridge"]:
+            ecs.register_task_definition(
+                family=f"sample-{mode}",
+                networkMode=mode,
+                containerDefinitions=[{"name": "app", "image": "nginx", "memory": 128}],
+            )
+        for cluster in sorted({s["cluster"] for s in services}):
+            ecs.create_cluster(clusterName=cluster)
+        for service in services:
+            mode = service.get("network_mode", "awsvpc")
+            request = {
+                "cluster": service["cluster"],
+                "serviceName": service["name"],
+                "taskDefinition": f"sample-{mode}",
+                "desiredCount": service.get("desired", 0),
+                "deploymentController": {"type": service.get("controller", "ECS")},
+            }
+            if mode == "awsvpc":
+                request["launchType"] = "FARGATE"
+                request["networkConfiguration"] = {
+                    "awsvpcConfiguration": {
+                        "subnets": [subnets[(service["vpc"], z)] for z in service["zones"]],
+                        "securityGroups": [security_groups[service["vpc"]]],
+                        "assignPublicIp": service.get("assign_public_ip", "DISABLED"),
+                    }
+                }
+            tags = [{"key": k, "value": v} for k, v in service.get("tags", {}).items()]
+            if tags:
+                request["tags"] = tags
+            ecs.create_service(**request)
+
+    functions = spec.get("lambda_functions", [])
+    if functions:
+        role = session.client("iam").create_role(RoleName="azevac-sample-lambda", AssumeRolePolicyDocument=TRUST)
+        awslambda = session.client("lambda")
+        for function in functions:
+            request = {
+                "FunctionName": function["name"],
+                "Runtime": "python3.12",
+                "Role": role["Role"]["Arn"],
+                "Handler": "index.handler",
+                "Code": {"ZipFile": EMPTY_ZIP},
+            }
+            if function.get("vpc"):
+                request["VpcConfig"] = {
+                    "SubnetIds": [subnets[(function["vpc"], z)] for z in function["zones"]],
+                    "SecurityGroupIds": [security_groups[function["vpc"]]],
+                }
+            if function.get("tags"):
+                request["Tags"] = function["tags"]
+            awslambda.create_function(**request)
+            if function.get("published_alias"):
+                version = awslambda.publish_version(FunctionName=function["name"]).get("Version", "1")
+                awslambda.create_alias(FunctionName=function["name"], Name="live", FunctionVersion=version)
+    return subnets
+
+
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else "fixtures/sample-estate.json"
+    if not os.environ.get("AWS_ENDPOINT_URL"):
+        sys.exit("seed-estate: AWS_ENDPOINT_URL is not set; this seeds an emulator, never a real account")
+    with open(path) as f:
+        spec = json.load(f)
+    subnets = seed(spec)
+    print(
+        f"seeded {len(spec.get('vpcs', []))} VPCs, {len(subnets)} subnets, "
+        f"{len(spec.get('auto_scaling_groups', []))} Auto Scaling groups, {len(spec.get('ecs_services', []))} ECS "
+        f"services, {len(spec.get('lambda_functions', []))} Lambda functions from {path}",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+//! `scripts/demo` seeds the sample estate with boto3 (scripts/seed-estate.py), so that a first run
+//! builds nothing but azevac; the tests seed with the Rust SDK (tests/common/estate.rs). Both must
+//! create the same estate from the same spec: seeded into two emulators, the estates compare equal
+//! once the emulators' random IDs are replaced by what they name.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use common::estate;
+use common::{snapshot, unordered, Moto, Snapshot};
+
+/// Subnet ID → "CIDR@AZ ID" and security group ID → its name, for one emulator.
+async fn names(sdk: &aws_config::SdkConfig) -> BTreeMap<String, String> {
+    let ec2 = aws_sdk_ec2::Client::new(sdk);
+    let mut names = BTreeMap::new();
+    for subnet in ec2.describe_subnets().send().await.expect("DescribeSubnets").subnets() {
+        names.insert(
+            subnet.subnet_id().unwrap_or_default().to_owned(),
+            format!(
+                "{}@{}",
+                subnet.cidr_block().unwrap_or_default(),
+                subnet.availability_zone_id().unwrap_or_default()
+            ),
+        );
+    }
+    for group in ec2
+        .describe_security_groups()
+        .send()
+        .await
+        .expect("DescribeSecurityGroups")
+        .security_groups()
+    {
+        names.insert(
+            group.group_id().unwrap_or_default().to_owned(),
+            group.group_name().unwrap_or_default().to_owned(),
+        );
+    }
+    names
+}
+
+fn named(snapshot: &Snapshot, names: &BTreeMap<String, String>) -> Snapshot {
+    let name = |ids: &[String]| -> Vec<String> {
+        ids.iter()
+            .map(|id| names.get(id).cloned().unwrap_or_else(|| format!("unknown {id}")))
+            .collect()
+    };
+    unordered(&(
+        snapshot.0.iter().map(|(k, v)| (k.clone(), name(v))).collect(),
+        snapshot
+            .1
+            .iter()
+            .map(|(k, (s, g, p))| (k.clone(), (name(s), name(g), p.clone())))
+            .collect(),
+        snapshot
+            .2
+            .iter()
+            .map(|(k, (s, g))| (k.clone(), (name(s), name(g))))
+            .collect(),
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_seeder_creates_the_estate_the_tests_seed() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fixture = root.join("fixtures/sample-estate.json");
+    let spec = estate::read_spec(&fixture);
+
+    let rust = Moto::start();
+    let rust_sdk = common::sdk(&rust).await;
+    estate::seed(&rust_sdk, &spec).await;
+
+    let python = Moto::start();
+    let status = Command::new(root.join(".venv-moto/bin/python"))
+        .arg(root.join("scripts/seed-estate.py"))
+        .arg(&fixture)
+        .env("AWS_ENDPOINT_URL", &python.endpoint)
+        .env("AWS_REGION", common::REGION)
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env_remove("AWS_PROFILE")
+        .status()
+        .expect("run scripts/seed-estate.py (scripts/moto-env installs its venv)");
+    assert!(status.success(), "scripts/seed-estate.py failed");
+    let python_sdk = common::sdk(&python).await;
+
+    let expected = named(&snapshot(&rust_sdk).await, &names(&rust_sdk).await);
+    let seeded = named(&snapshot(&python_sdk).await, &names(&python_sdk).await);
+    assert!(!expected.0.is_empty() && !expected.1.is_empty() && !expected.2.is_empty());
+    assert_eq!(seeded, expected);
+}
