@@ -64,7 +64,10 @@ async fn seed(moto: &Moto) -> Client {
     cluster(
         &rds,
         "far",
-        &[("far-1", "us-east-1b", 1, "db.r6g.large"), ("far-2", IN_ZONE, 1, "db.r6g.large")],
+        &[
+            ("far-1", "us-east-1b", 1, "db.r6g.large"),
+            ("far-2", IN_ZONE, 1, "db.r6g.large"),
+        ],
     )
     .await;
     rds.create_db_instance()
@@ -106,30 +109,57 @@ fn line<'a>(plan: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
         .unwrap_or_else(|| panic!("no line for {name} in {plan:#}"))
 }
 
-const EVACUATE: &[&str] = &["evacuate", "--az-id", "use1-az2", "--type", "db", "--yes", "--output", "json"];
+const EVACUATE: &[&str] = &[
+    "evacuate", "--az-id", "use1-az2", "--type", "db", "--yes", "--output", "json",
+];
 
 #[tokio::test]
 async fn issue_15_writers_leave_the_zone_and_stay_out_on_recover() {
     let moto = Moto::start();
     let rds = seed(&moto).await;
 
-    let dry = azevac(&moto, &["evacuate", "--az-id", "use1-az2", "--type", "db", "--dry-run", "--output", "json"])
-        .expect_code(0)
-        .json();
+    let dry = azevac(
+        &moto,
+        &[
+            "evacuate",
+            "--az-id",
+            "use1-az2",
+            "--type",
+            "db",
+            "--dry-run",
+            "--output",
+            "json",
+        ],
+    )
+    .expect_code(0)
+    .json();
     let orders = line(&dry, "orders");
     assert_eq!(orders["status"], "planned");
     assert_eq!(orders["actions"][0], "writer:orders-1@use1-az2");
-    assert_eq!(orders["reason"], "fail over writer orders-1 (use1-az2) -> orders-3 (use1-az4)");
+    assert_eq!(
+        orders["reason"],
+        "fail over writer orders-1 (use1-az2) -> orders-3 (use1-az4)"
+    );
     let ledger = line(&dry, "ledger");
     assert_eq!(ledger["status"], "skipped");
     assert!(
-        ledger["reason"].as_str().unwrap_or_default().starts_with("no available reader outside use1-az2"),
+        ledger["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("no available reader outside use1-az2"),
         "{ledger}"
     );
     let reports = line(&dry, "reports");
     assert_eq!(reports["status"], "skipped");
-    assert!(reports["reason"].as_str().unwrap_or_default().starts_with("data lives only in this zone"));
-    assert!(dry["items"].as_array().expect("items").iter().all(|i| i["name"] != "far"));
+    assert!(reports["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("data lives only in this zone"));
+    assert!(dry["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .all(|i| i["name"] != "far"));
     assert_eq!(writer(&rds, "orders").await, "orders-1", "a dry run changes nothing");
 
     let run = azevac(&moto, EVACUATE).expect_code(0).json();
@@ -156,7 +186,10 @@ async fn issue_15_writers_leave_the_zone_and_stay_out_on_recover() {
         .json();
     let orders = line(&back, "orders");
     assert_eq!(orders["status"], "done");
-    assert_eq!(orders["reason"], "writer orders-3 stays in use1-az4; was orders-1 in use1-az2");
+    assert_eq!(
+        orders["reason"],
+        "writer orders-3 stays in use1-az4; was orders-1 in use1-az2"
+    );
     assert_eq!(writer(&rds, "orders").await, "orders-3", "no failback by default");
     assert!(journal_items(&sdk).await.is_empty());
 }
@@ -167,7 +200,18 @@ async fn issue_15_failback_puts_the_writer_back_and_name_prefix_filters() {
     let rds = seed(&moto).await;
     let filtered = azevac(
         &moto,
-        &["evacuate", "--az-id", "use1-az2", "--type", "db", "--name-prefix", "ledger", "--yes", "--output", "json"],
+        &[
+            "evacuate",
+            "--az-id",
+            "use1-az2",
+            "--type",
+            "db",
+            "--name-prefix",
+            "ledger",
+            "--yes",
+            "--output",
+            "json",
+        ],
     )
     .expect_code(0)
     .json();
@@ -179,16 +223,23 @@ async fn issue_15_failback_puts_the_writer_back_and_name_prefix_filters() {
 
     azevac(&moto, EVACUATE).expect_code(0);
     assert_eq!(writer(&rds, "orders").await, "orders-3");
-    let back = azevac(&moto, &["recover", "--type", "db", "--failback", "--yes", "--output", "json"])
-        .expect_code(0)
-        .json();
+    let back = azevac(
+        &moto,
+        &["recover", "--type", "db", "--failback", "--yes", "--output", "json"],
+    )
+    .expect_code(0)
+    .json();
     let orders = line(&back, "orders");
     assert_eq!(orders["status"], "done", "{orders}");
     assert_eq!(orders["actions"][0], "writer now orders-1 in use1-az2");
     assert_eq!(writer(&rds, "orders").await, "orders-1");
     assert!(journal_items(&common::sdk(&moto).await).await.is_empty());
     let again = azevac(&moto, EVACUATE).expect_code(0).json();
-    assert_eq!(line(&again, "orders")["status"], "done", "the zone can be evacuated again");
+    assert_eq!(
+        line(&again, "orders")["status"],
+        "done",
+        "the zone can be evacuated again"
+    );
 }
 
 #[tokio::test]

@@ -188,9 +188,9 @@ pub fn decide(db: &Database, az_id: &str) -> Decision {
         to_az: to_az.to_owned(),
     };
     match &db.kind {
-        Kind::MultiAz { standby_az: Some(standby) } if standby != az_id => {
-            Decision::Move(failover(&writer.id, standby))
-        }
+        Kind::MultiAz {
+            standby_az: Some(standby),
+        } if standby != az_id => Decision::Move(failover(&writer.id, standby)),
         Kind::MultiAz { .. } => Decision::Skip(format!(
             "its standby is not reported outside {az_id}; a failover would stay in the zone"
         )),
@@ -444,7 +444,10 @@ impl Plugin for Databases {
                 }
                 Decision::Elsewhere => {
                     let (writer, az) = db.writer_az();
-                    skip(line, format!("writer {writer} is already in {az}: nothing to change any more"));
+                    skip(
+                        line,
+                        format!("writer {writer} is already in {az}: nothing to change any more"),
+                    );
                 }
                 Decision::Skip(why) => skip(line, why),
             }
@@ -665,4 +668,322 @@ pub fn assemble(clusters: &[DbCluster], instances: &[DbInstance], zones: &Zones)
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::State;
+
+    const ARN: &str = "arn:aws:rds:us-east-1:123456789012:cluster:orders";
+
+    fn member(id: &str, az: &str, writer: bool, tier: i32, class: &str) -> Member {
+        Member {
+            id: id.into(),
+            az_id: Some(az.into()),
+            writer,
+            tier,
+            class: class.into(),
+            status: "available".into(),
+        }
+    }
+
+    fn orders(members: Vec<Member>) -> Database {
+        Database {
+            arn: ARN.into(),
+            id: "orders".into(),
+            kind: Kind::Cluster,
+            status: "available".into(),
+            members,
+            tags: BTreeMap::new(),
+        }
+    }
+
+    fn record(actions: &[&str]) -> Record {
+        Record {
+            az_id: "use1-az2".into(),
+            resource: ARN.into(),
+            resource_type: TYPE.into(),
+            removed_subnets: vec![],
+            state: State::Done,
+            version: 2,
+            resource_name: Some("orders".into()),
+            original_subnets: vec![],
+            actions: actions.iter().map(|a| a.to_string()).collect(),
+            run_id: Some("run-1".into()),
+            evacuated_by: None,
+            reason: None,
+            azevac_version: None,
+            created_at: None,
+            updated_at: None,
+        }
+    }
+
+    #[test]
+    fn classes_rank_by_size() {
+        assert!(class_rank("db.r6g.large") < class_rank("db.r6g.xlarge"));
+        assert!(class_rank("db.r6g.xlarge") < class_rank("db.r6g.2xlarge"));
+        assert!(class_rank("db.r6g.2xlarge") < class_rank("db.r6g.16xlarge"));
+        assert!(class_rank("db.t3.micro") < class_rank("db.t3.medium"));
+        assert_eq!(class_rank("db.serverless"), 0);
+    }
+
+    #[test]
+    fn the_reader_is_chosen_by_tier_then_class_then_name_outside_the_zone() {
+        let members = vec![
+            member("w", "use1-az2", true, 0, "db.r6g.large"),
+            member("same-zone", "use1-az2", false, 0, "db.r6g.16xlarge"),
+            member("tier2-big", "use1-az1", false, 2, "db.r6g.16xlarge"),
+            member("tier1-b", "use1-az4", false, 1, "db.r6g.large"),
+            member("tier1-a", "use1-az1", false, 1, "db.r6g.large"),
+            member("tier1-big", "use1-az4", false, 1, "db.r6g.2xlarge"),
+        ];
+        assert_eq!(
+            best_reader(&members, "use1-az2").map(|m| m.id.as_str()),
+            Some("tier1-big")
+        );
+        let mut members = members;
+        members.retain(|m| m.id != "tier1-big");
+        assert_eq!(
+            best_reader(&members, "use1-az2").map(|m| m.id.as_str()),
+            Some("tier1-a")
+        );
+        members.iter_mut().for_each(|m| m.status = "rebooting".into());
+        assert_eq!(best_reader(&members, "use1-az2"), None);
+    }
+
+    #[test]
+    fn decisions_move_skip_or_leave_alone() {
+        let db = orders(vec![
+            member("a", "use1-az2", true, 1, "db.r6g.large"),
+            member("b", "use1-az1", false, 1, "db.r6g.large"),
+        ]);
+        match decide(&db, "use1-az2") {
+            Decision::Move(f) => assert_eq!(
+                (f.from.as_str(), f.to.as_str(), f.to_az.as_str()),
+                ("a", "b", "use1-az1")
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(decide(&db, "use1-az4"), Decision::Elsewhere);
+        let alone = orders(vec![
+            member("a", "use1-az2", true, 1, "db.r6g.large"),
+            member("b", "use1-az2", false, 1, "db.r6g.large"),
+        ]);
+        assert!(matches!(decide(&alone, "use1-az2"), Decision::Skip(why) if why.contains("b in use1-az2 (available)")));
+        let mut busy = db.clone();
+        busy.status = "failing-over".into();
+        assert!(matches!(decide(&busy, "use1-az2"), Decision::Skip(why) if why.contains("failing-over")));
+        let single = Database {
+            kind: Kind::SingleAz,
+            members: vec![member("r", "use1-az2", true, 0, "db.t3.micro")],
+            ..db.clone()
+        };
+        assert_eq!(decide(&single, "use1-az2"), Decision::Skip(NOT_MOVABLE.into()));
+        let multi = |standby: &str| Database {
+            kind: Kind::MultiAz {
+                standby_az: Some(standby.into()),
+            },
+            members: vec![member("m", "use1-az2", true, 0, "db.m6g.large")],
+            ..db.clone()
+        };
+        match decide(&multi("use1-az4"), "use1-az2") {
+            Decision::Move(f) => assert!(!f.cluster && f.to == "m" && f.to_az == "use1-az4"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(decide(&multi("use1-az2"), "use1-az2"), Decision::Skip(_)));
+    }
+
+    #[test]
+    fn evacuation_journals_the_writer_and_filters_apply() {
+        let db = orders(vec![
+            member("a", "use1-az2", true, 1, "db.r6g.large"),
+            member("b", "use1-az1", false, 1, "db.r6g.large"),
+        ]);
+        let items = evacuation(
+            std::slice::from_ref(&db),
+            "use1-az2",
+            &BTreeMap::new(),
+            &Filters::default(),
+        );
+        assert_eq!(
+            items[0].actions.as_deref(),
+            Some(&["writer:a@use1-az2".to_string()][..])
+        );
+        let detail: Failover = items[0].target.as_ref().expect("target").detail_as().expect("detail");
+        assert_eq!(detail.to, "b");
+        let filters = Filters {
+            tags: vec![("team".into(), "pay".into())],
+            name_prefix: None,
+        };
+        let items = evacuation(std::slice::from_ref(&db), "use1-az2", &BTreeMap::new(), &filters);
+        assert_eq!(items[0].status, Status::Skipped);
+        // Moved by an earlier run: listed as already evacuated.
+        let moved = orders(vec![
+            member("a", "use1-az2", false, 1, "db.r6g.large"),
+            member("b", "use1-az1", true, 1, "db.r6g.large"),
+        ]);
+        let records = BTreeMap::from([(ARN.to_string(), record(&["writer:a@use1-az2"]))]);
+        let items = evacuation(&[moved], "use1-az2", &records, &Filters::default());
+        assert_eq!(
+            items[0].reason.as_deref(),
+            Some("already evacuated: writer b in use1-az1")
+        );
+    }
+
+    #[test]
+    fn recovery_keeps_the_writer_unless_failback_and_fails_back_only_to_an_available_original() {
+        let moved = orders(vec![
+            member("a", "use1-az2", false, 1, "db.r6g.large"),
+            member("b", "use1-az1", true, 1, "db.r6g.large"),
+        ]);
+        let rec = record(&["writer:a@use1-az2"]);
+        let item = recovery(&rec, Some(&moved), false, false);
+        assert!(!item.changes_resource());
+        assert_eq!(
+            item.reason.as_deref(),
+            Some("writer b stays in use1-az1; was a in use1-az2")
+        );
+        let item = recovery(&rec, Some(&moved), true, false);
+        assert_eq!(item.status, Status::Planned);
+        assert!(item.changes_resource());
+        let back: Failover = item.target.as_ref().expect("target").detail_as().expect("detail");
+        assert_eq!((back.to.as_str(), back.to_az.as_str()), ("a", "use1-az2"));
+        let mut down = moved.clone();
+        down.members[0].status = "stopped".into();
+        let item = recovery(&rec, Some(&down), true, false);
+        assert_eq!(item.status, Status::Skipped);
+        assert!(item
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("journal record kept"));
+        let gone = recovery(&rec, None, false, false);
+        assert_eq!(gone.status, Status::Skipped);
+        assert_eq!(recovery(&rec, None, false, true).status, Status::Planned);
+    }
+
+    mod sdk {
+        //! Paging, the wait for the new writer, and the service's refusal, against aws-smithy-mocks.
+        use super::*;
+        use aws_sdk_rds::operation::describe_db_clusters::DescribeDbClustersOutput;
+        use aws_sdk_rds::operation::describe_db_instances::DescribeDbInstancesOutput;
+        use aws_sdk_rds::operation::failover_db_cluster::FailoverDBClusterError;
+        use aws_sdk_rds::types::error::InvalidDbClusterStateFault;
+        use aws_sdk_rds::types::DbClusterMember;
+        use aws_smithy_mocks::{mock, mock_client, RuleMode};
+
+        fn zones() -> Zones {
+            Zones::new(
+                "us-east-1",
+                vec![
+                    crate::topology::Zone {
+                        id: "use1-az2".into(),
+                        name: "us-east-1c".into(),
+                    },
+                    crate::topology::Zone {
+                        id: "use1-az1".into(),
+                        name: "us-east-1b".into(),
+                    },
+                ],
+            )
+        }
+
+        fn cluster(writer: &str, status: &str) -> DbCluster {
+            DbCluster::builder()
+                .db_cluster_arn(ARN)
+                .db_cluster_identifier("orders")
+                .status(status)
+                .db_cluster_members(
+                    DbClusterMember::builder()
+                        .db_instance_identifier("a")
+                        .is_cluster_writer(writer == "a")
+                        .promotion_tier(1)
+                        .build(),
+                )
+                .db_cluster_members(
+                    DbClusterMember::builder()
+                        .db_instance_identifier("b")
+                        .is_cluster_writer(writer == "b")
+                        .promotion_tier(1)
+                        .build(),
+                )
+                .build()
+        }
+
+        fn instance(id: &str, az: &str) -> DbInstance {
+            DbInstance::builder()
+                .db_instance_identifier(id)
+                .db_cluster_identifier("orders")
+                .db_instance_class("db.r6g.large")
+                .db_instance_status("available")
+                .availability_zone(az)
+                .build()
+        }
+
+        fn instances() -> DescribeDbInstancesOutput {
+            DescribeDbInstancesOutput::builder()
+                .db_instances(instance("a", "us-east-1c"))
+                .db_instances(instance("b", "us-east-1b"))
+                .build()
+        }
+
+        #[tokio::test]
+        async fn clusters_are_read_across_pages_with_zone_ids() {
+            let page1 = mock!(aws_sdk_rds::Client::describe_db_clusters)
+                .match_requests(|r| r.marker().is_none())
+                .then_output(|| {
+                    DescribeDbClustersOutput::builder()
+                        .db_clusters(cluster("a", "available"))
+                        .marker("m2")
+                        .build()
+                });
+            let page2 = mock!(aws_sdk_rds::Client::describe_db_clusters)
+                .match_requests(|r| r.marker() == Some("m2"))
+                .then_output(|| DescribeDbClustersOutput::builder().build());
+            let dbs = mock!(aws_sdk_rds::Client::describe_db_instances).then_output(instances);
+            let client = mock_client!(aws_sdk_rds, RuleMode::MatchAny, [&page1, &page2, &dbs]);
+            let found = Rds::from_client(client, Duration::from_millis(1))
+                .databases(&zones())
+                .await
+                .expect("databases");
+            assert_eq!(found.len(), 1);
+            assert_eq!(found[0].writer().and_then(|w| w.az_id.as_deref()), Some("use1-az2"));
+            assert_eq!(found[0].members[1].az_id.as_deref(), Some("use1-az1"));
+            assert_eq!((page1.num_calls(), page2.num_calls()), (1, 1));
+        }
+
+        #[tokio::test]
+        async fn a_failover_in_progress_is_refused_with_the_services_words() {
+            let refused = mock!(aws_sdk_rds::Client::failover_db_cluster)
+                .match_requests(|r| {
+                    r.db_cluster_identifier() == Some("orders") && r.target_db_instance_identifier() == Some("b")
+                })
+                .then_error(|| {
+                    FailoverDBClusterError::InvalidDbClusterStateFault(
+                        InvalidDbClusterStateFault::builder()
+                            .message("Cluster orders is failing-over")
+                            .build(),
+                    )
+                });
+            let client = mock_client!(aws_sdk_rds, RuleMode::MatchAny, [&refused]);
+            let failover = Failover {
+                id: "orders".into(),
+                cluster: true,
+                from: "a".into(),
+                from_az: "use1-az2".into(),
+                to: "b".into(),
+                to_az: "use1-az1".into(),
+            };
+            let err = Rds::from_client(client, Duration::from_millis(1))
+                .start(&failover)
+                .await
+                .expect_err("refused");
+            let text = crate::error::describe(&err);
+            assert!(
+                text.contains("FailoverDBCluster") && text.contains("failing-over"),
+                "{text}"
+            );
+        }
+    }
 }
