@@ -269,6 +269,8 @@ impl Evacuate {
             force: self.force,
             pace: self.pace,
             pace_timeout_seconds: self.pace.map(|_| self.wait.wait_timeout.as_secs()),
+            wait_timeout_seconds: Some(self.wait.wait_timeout.as_secs()),
+            failback: false,
         }
     }
 }
@@ -280,6 +282,8 @@ impl Recover {
             types: self.types.types.clone(),
             kube_contexts: self.kube.contexts.clone(),
             forget_missing: self.forget_missing,
+            wait_timeout_seconds: Some(self.wait.wait_timeout.as_secs()),
+            failback: self.failback,
             ..Request::default()
         }
     }
@@ -370,6 +374,10 @@ pub struct Recover {
     /// Delete the journal records of resources that no longer exist (default: keep and report them).
     #[arg(long)]
     pub forget_missing: bool,
+    /// Fail database writers back to the instance that was the writer before the evacuation, when it
+    /// is available again (default: the writer stays where it is and only the record goes).
+    #[arg(long)]
+    pub failback: bool,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub wait: Wait,

@@ -207,6 +207,7 @@ pub fn validate(request: &Request) -> Result<()> {
     for (name, seconds) in [
         ("drain_timeout_seconds", request.drain_timeout_seconds),
         ("pace_timeout_seconds", request.pace_timeout_seconds),
+        ("wait_timeout_seconds", request.wait_timeout_seconds),
     ] {
         if seconds.is_some_and(|s| s > LONGEST_WAIT_SECONDS) {
             return Err(Error::BadInput(format!(

@@ -269,6 +269,12 @@ pub struct Request {
     /// How long pacing waits for replacements per group, in seconds (`--wait-timeout`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pace_timeout_seconds: Option<u64>,
+    /// `--wait-timeout` in seconds: how long a database failover may take to show its new writer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_timeout_seconds: Option<u64>,
+    /// `--failback` (recover): fail database writers back to where they were.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failback: bool,
 }
 
 impl Request {

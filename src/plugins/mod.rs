@@ -4,8 +4,8 @@
 //! locks, leases), concurrency, ordering and reporting — lives in the engine, once.
 //!
 //! Subnet-placed types (Auto Scaling, ECS, Lambda) implement the smaller [`SubnetService`] and share
-//! one adapter ([`subnets::Subnets`]); Kubernetes nodes, Karpenter NodePools and zonal shifts
-//! implement [`Plugin`] directly.
+//! one adapter ([`subnets::Subnets`]); Kubernetes nodes, Karpenter NodePools, zonal shifts and
+//! database failovers implement [`Plugin`] directly.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -23,6 +23,7 @@ use crate::topology::{Zone, Zones};
 use crate::Result;
 
 pub mod asg;
+pub mod db;
 pub mod ecs;
 pub mod eks;
 pub mod karpenter;
@@ -75,6 +76,11 @@ pub const REGISTRY: &[Registration] = &[
         name: zonal_shift::TYPE,
         services: &["arc-zonal-shift"],
         build: zonal_shift::plugin,
+    },
+    Registration {
+        name: db::TYPE,
+        services: &["rds"],
+        build: db::plugin,
     },
 ];
 

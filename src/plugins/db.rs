@@ -1,0 +1,989 @@
+//! Database writers out of the zone: a writer left in an impaired zone makes every write cross
+//! into it. Aurora (and DocumentDB, Neptune) clusters and RDS Multi-AZ DB clusters fail over to the
+//! best available reader in a healthy zone (`FailoverDBCluster` with a target, never a random one);
+//! RDS Multi-AZ DB instances fail over to their standby (`RebootDBInstance` with `ForceFailover`);
+//! single-AZ instances are listed as not movable. `recover` puts nothing back unless asked
+//! (`--failback`): a second failover is a second outage.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use aws_sdk_rds::types::{DbCluster, DbInstance, Tag};
+use serde::{Deserialize, Serialize};
+
+use super::{Acted, Plugin, Scope, Setup, Stage};
+use crate::journal::Held;
+use crate::model::{Command, Item, Record, Resource, Status};
+use crate::plan::{Filters, ALREADY_EVACUATED};
+use crate::topology::Zones;
+use crate::{Error, Result};
+
+/// The `--type` value and journal `resource_type` of database failovers.
+pub const TYPE: &str = "db";
+/// The journal action that names the writer before the evacuation: `writer:<id>@<az-id>`.
+const WRITER: &str = "writer:";
+/// How a recovery line that fails the writer back starts.
+const FAIL_BACK: &str = "fail back writer to ";
+/// Why a single-AZ instance in the zone is listed and left alone.
+pub const NOT_MOVABLE: &str =
+    "data lives only in this zone: restore from a snapshot or a read replica elsewhere; azevac cannot move it";
+/// `--wait-timeout` when the request has none.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// How a database's writer is placed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// A DB cluster (Aurora, DocumentDB, Neptune, RDS Multi-AZ DB cluster): instances, one writer.
+    Cluster,
+    /// An RDS Multi-AZ DB instance: a primary and a standby in another zone.
+    MultiAz {
+        /// The standby's AZ ID, if the service reports it.
+        standby_az: Option<String>,
+    },
+    /// An instance whose data lives in one zone (single-AZ, or a read replica).
+    SingleAz,
+}
+
+/// An instance of a database, as its service reports it now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// The DB instance identifier.
+    pub id: String,
+    /// Its AZ ID (mapped from the zone name RDS reports).
+    pub az_id: Option<String>,
+    /// Whether it is the writer (a Multi-AZ or single-AZ instance is its own writer).
+    pub writer: bool,
+    /// Its promotion tier (0 is promoted first).
+    pub tier: i32,
+    /// Its instance class (`db.r6g.large`).
+    pub class: String,
+    /// Its status (`available`).
+    pub status: String,
+}
+
+/// A cluster or an instance that is not in a cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Database {
+    /// Its ARN (the journal key).
+    pub arn: String,
+    /// Its identifier.
+    pub id: String,
+    /// How its writer is placed.
+    pub kind: Kind,
+    /// Its status.
+    pub status: String,
+    /// Its instances (a lone instance: itself).
+    pub members: Vec<Member>,
+    /// Its tags, for `--tag`.
+    pub tags: BTreeMap<String, String>,
+}
+
+impl Database {
+    /// The writer instance.
+    pub fn writer(&self) -> Option<&Member> {
+        self.members.iter().find(|m| m.writer)
+    }
+
+    /// The writer's AZ ID, `?` when not reported.
+    fn writer_az(&self) -> (&str, &str) {
+        self.writer()
+            .map(|w| (w.id.as_str(), w.az_id.as_deref().unwrap_or("?")))
+            .unwrap_or(("none", "?"))
+    }
+}
+
+/// The failover a line carries out: the plugin's private state of a planned line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failover {
+    /// The cluster or instance identifier.
+    pub id: String,
+    /// Whether it is a cluster (`FailoverDBCluster`) or an instance (`RebootDBInstance`).
+    pub cluster: bool,
+    /// The writer before.
+    pub from: String,
+    /// Its AZ ID.
+    pub from_az: String,
+    /// The writer after (an instance: itself, on its standby).
+    pub to: String,
+    /// Its AZ ID.
+    pub to_az: String,
+}
+
+impl Failover {
+    /// In the operator's words.
+    fn describe(&self) -> String {
+        format!(
+            "fail over writer {} ({}) -> {} ({})",
+            self.from, self.from_az, self.to, self.to_az
+        )
+    }
+}
+
+/// What to do with one database in the zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// The writer is not in the zone.
+    Elsewhere,
+    /// Fail over.
+    Move(Failover),
+    /// In the zone, but left alone, with why.
+    Skip(String),
+}
+
+/// How big an instance class is, for choosing between readers of the same tier (bigger first).
+pub fn class_rank(class: &str) -> u32 {
+    let size = class.rsplit('.').next().unwrap_or_default();
+    match size {
+        "nano" => 1,
+        "micro" => 2,
+        "small" => 3,
+        "medium" => 4,
+        "large" => 5,
+        "metal" => 10_000,
+        _ => match size.strip_suffix("xlarge") {
+            Some("") => 100,
+            Some(n) => n.parse::<u32>().map_or(0, |n| 100 * n),
+            None => 0,
+        },
+    }
+}
+
+/// The reader a cluster fails over to: available, in a known zone other than `az_id`; the best
+/// promotion tier, then the largest instance class, then the name.
+pub fn best_reader<'m>(members: &'m [Member], az_id: &str) -> Option<&'m Member> {
+    members
+        .iter()
+        .filter(|m| !m.writer && m.status == "available")
+        .filter(|m| m.az_id.as_deref().is_some_and(|z| z != az_id))
+        .min_by(|a, b| {
+            (a.tier, std::cmp::Reverse(class_rank(&a.class)), &a.id).cmp(&(
+                b.tier,
+                std::cmp::Reverse(class_rank(&b.class)),
+                &b.id,
+            ))
+        })
+}
+
+/// What evacuating `az_id` means for one database (pure).
+pub fn decide(db: &Database, az_id: &str) -> Decision {
+    let Some(writer) = db.writer() else {
+        return Decision::Elsewhere;
+    };
+    if writer.az_id.as_deref() != Some(az_id) {
+        return Decision::Elsewhere;
+    }
+    if db.kind == Kind::SingleAz {
+        return Decision::Skip(NOT_MOVABLE.to_owned());
+    }
+    if db.status != "available" {
+        return Decision::Skip(format!("{} is {}; a failover needs it available", db.id, db.status));
+    }
+    let failover = |to: &str, to_az: &str| Failover {
+        id: db.id.clone(),
+        cluster: db.kind == Kind::Cluster,
+        from: writer.id.clone(),
+        from_az: az_id.to_owned(),
+        to: to.to_owned(),
+        to_az: to_az.to_owned(),
+    };
+    match &db.kind {
+        Kind::MultiAz {
+            standby_az: Some(standby),
+        } if standby != az_id => Decision::Move(failover(&writer.id, standby)),
+        Kind::MultiAz { .. } => Decision::Skip(format!(
+            "its standby is not reported outside {az_id}; a failover would stay in the zone"
+        )),
+        Kind::Cluster => match best_reader(&db.members, az_id) {
+            Some(reader) => Decision::Move(failover(&reader.id, reader.az_id.as_deref().unwrap_or_default())),
+            None => {
+                let readers: Vec<String> = db
+                    .members
+                    .iter()
+                    .filter(|m| !m.writer)
+                    .map(|m| format!("{} in {} ({})", m.id, m.az_id.as_deref().unwrap_or("?"), m.status))
+                    .collect();
+                let readers = if readers.is_empty() {
+                    "it has no readers".to_owned()
+                } else {
+                    format!("readers: {}", readers.join(", "))
+                };
+                Decision::Skip(format!(
+                    "no available reader outside {az_id} to fail over to ({readers})"
+                ))
+            }
+        },
+        Kind::SingleAz => Decision::Skip(NOT_MOVABLE.to_owned()),
+    }
+}
+
+/// The journal action naming the writer before the evacuation.
+pub fn writer_action(id: &str, az_id: &str) -> String {
+    format!("{WRITER}{id}@{az_id}")
+}
+
+/// The writer a record says was in the zone: `(id, az_id)`.
+pub fn journalled_writer(record: &Record) -> Option<(&str, &str)> {
+    record
+        .actions
+        .iter()
+        .find_map(|a| a.strip_prefix(WRITER))
+        .and_then(|w| w.split_once('@'))
+}
+
+fn skip(item: &mut Item, reason: String) {
+    item.status = Status::Skipped;
+    item.reason = Some(reason);
+    item.actions = Some(Vec::new());
+}
+
+/// The evacuation lines of the databases in the zone (pure): one per database whose writer is in
+/// the zone, and one per database an earlier run moved (already evacuated).
+pub fn evacuation(
+    databases: &[Database],
+    az_id: &str,
+    records: &BTreeMap<String, Record>,
+    filters: &Filters,
+) -> Vec<Item> {
+    let mut items = Vec::new();
+    for db in databases {
+        let record = records.get(&db.arn);
+        let decision = decide(db, az_id);
+        if decision == Decision::Elsewhere && record.is_none() {
+            continue;
+        }
+        let mut target = Resource {
+            resource_type: TYPE,
+            id: db.arn.clone(),
+            name: db.id.clone(),
+            tags: db.tags.clone(),
+            ..Resource::default()
+        };
+        let mut item = Item {
+            record: record.cloned(),
+            ..Item::new(TYPE, &db.arn, &db.id, az_id)
+        };
+        if let Some(why) = Filters::rejects(filters, &target) {
+            skip(&mut item, why);
+            items.push(item);
+            continue;
+        }
+        match decision {
+            Decision::Elsewhere => {
+                let (writer, az) = db.writer_az();
+                skip(&mut item, format!("{ALREADY_EVACUATED}: writer {writer} in {az}"));
+            }
+            Decision::Skip(why) => skip(&mut item, why),
+            Decision::Move(failover) => {
+                item.actions = Some(vec![writer_action(&failover.from, &failover.from_az)]);
+                item.reason = Some(failover.describe());
+                target.set_detail(&failover);
+            }
+        }
+        item.target = Some(target);
+        items.push(item);
+    }
+    items
+}
+
+/// What recovering one record means (pure), given the database now (`None`: gone). Without
+/// `failback` the writer stays where it is and only the record goes; with it, the writer fails back
+/// to the journalled instance if that is available in the record's zone.
+pub fn recovery(record: &Record, db: Option<&Database>, failback: bool, forget_missing: bool) -> Item {
+    let name = record.resource_name.as_deref().unwrap_or(&record.resource);
+    let mut item = Item {
+        actions: Some(Vec::new()),
+        record: Some(record.clone()),
+        ..Item::new(TYPE, &record.resource, name, &record.az_id)
+    };
+    let Some(db) = db else {
+        if forget_missing {
+            item.reason = Some("no longer exists: journal record will be deleted (--forget-missing)".into());
+        } else {
+            item.status = Status::Skipped;
+            item.reason = Some("no longer exists: journal record kept (pass --forget-missing to delete it)".into());
+        }
+        return item;
+    };
+    let (now, now_az) = db.writer_az();
+    let Some((was, was_az)) = journalled_writer(record) else {
+        item.reason = Some(format!(
+            "no writer journalled (writer {now} in {now_az}): journal record will be deleted"
+        ));
+        return item;
+    };
+    if !failback || now == was && now_az == was_az {
+        item.reason = Some(format!("writer {now} stays in {now_az}; was {was} in {was_az}"));
+        return item;
+    }
+    let original = db.members.iter().find(|m| m.id == was);
+    let unfit = match original {
+        None => Some(format!("{was} is no longer part of {}", db.id)),
+        Some(m) if m.status != "available" || db.status != "available" => {
+            Some(format!("{was} is {} ({} is {})", m.status, db.id, db.status))
+        }
+        Some(m) if m.az_id.as_deref() != Some(was_az) => Some(format!(
+            "{was} is now in {}, not {was_az}",
+            m.az_id.as_deref().unwrap_or("?")
+        )),
+        Some(_) => match &db.kind {
+            Kind::MultiAz { standby_az } if standby_az.as_deref() != Some(was_az) => {
+                Some(format!("its standby is not in {was_az}"))
+            }
+            _ => None,
+        },
+    };
+    if let Some(why) = unfit {
+        skip(
+            &mut item,
+            format!(
+                "no failback: {why}; writer {now} stays in {now_az}; journal record kept (recover without --failback deletes it)"
+            ),
+        );
+        return item;
+    }
+    let failover = Failover {
+        id: db.id.clone(),
+        cluster: db.kind == Kind::Cluster,
+        from: now.to_owned(),
+        from_az: now_az.to_owned(),
+        to: was.to_owned(),
+        to_az: was_az.to_owned(),
+    };
+    item.actions = Some(vec![format!("{FAIL_BACK}{was} ({was_az})")]);
+    item.reason = Some(failover.describe());
+    let mut target = Resource {
+        resource_type: TYPE,
+        id: db.arn.clone(),
+        name: db.id.clone(),
+        ..Resource::default()
+    };
+    target.set_detail(&failover);
+    item.target = Some(target);
+    item
+}
+
+/// Database failovers as a plugin.
+pub struct Databases {
+    rds: Rds,
+    timeout: Duration,
+    failback: bool,
+    forget_missing: bool,
+}
+
+/// Registry constructor.
+pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box<dyn Plugin>>>> {
+    Box::pin(async move {
+        let request = &setup.request;
+        Ok(Some(Box::new(Databases {
+            rds: Rds::new(&setup.sdk),
+            timeout: request
+                .wait_timeout_seconds
+                .map_or(DEFAULT_TIMEOUT, Duration::from_secs),
+            failback: request.failback,
+            forget_missing: request.forget_missing,
+        }) as Box<dyn Plugin>))
+    })
+}
+
+#[async_trait]
+impl Plugin for Databases {
+    fn resource_type(&self) -> &'static str {
+        TYPE
+    }
+
+    /// Out of the zone right after the data plane (zonal shifts come first in the registry), before
+    /// capacity changes; back (`--failback`) last, once capacity has returned to the zone.
+    fn stage(&self, command: Command, _line: &Item) -> Stage {
+        match command {
+            Command::Evacuate => Stage::First,
+            Command::Recover => Stage::Last,
+        }
+    }
+
+    async fn plan_evacuation(&self, scope: &Scope<'_>) -> Result<Vec<Item>> {
+        let databases = self.rds.databases(scope.zones).await?;
+        Ok(evacuation(&databases, scope.az_id(), scope.records, &scope.filters()))
+    }
+
+    async fn plan_recovery(&self, records: Vec<Record>, _scope: &Scope<'_>) -> Result<Vec<Item>> {
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let zones = self.rds.zones().await?;
+        let databases = self.rds.databases(&zones).await?;
+        Ok(records
+            .iter()
+            .map(|r| {
+                let db = databases.iter().find(|d| d.arn == r.resource);
+                recovery(r, db, self.failback, self.forget_missing)
+            })
+            .collect())
+    }
+
+    /// Under the lock: the writer may have moved since the plan (someone failed over, or the
+    /// service did): decide again from a fresh read.
+    async fn refresh(&self, command: Command, lines: &mut [&mut Item], _held: &[&Held]) -> Result<()> {
+        if command != Command::Evacuate || lines.iter().all(|l| l.status != Status::Planned) {
+            return Ok(());
+        }
+        let zones = self.rds.zones().await?;
+        let databases = self.rds.databases(&zones).await?;
+        for line in lines.iter_mut().filter(|l| l.status == Status::Planned) {
+            let Some(db) = databases.iter().find(|d| d.arn == line.resource) else {
+                line.fail("no longer exists; nothing changed".into());
+                continue;
+            };
+            match decide(db, &line.az_id) {
+                Decision::Move(failover) => {
+                    line.actions = Some(vec![writer_action(&failover.from, &failover.from_az)]);
+                    line.reason = Some(failover.describe());
+                    if let Some(target) = line.target.as_mut() {
+                        target.set_detail(&failover);
+                    }
+                }
+                Decision::Elsewhere => {
+                    let (writer, az) = db.writer_az();
+                    skip(
+                        line,
+                        format!("writer {writer} is already in {az}: nothing to change any more"),
+                    );
+                }
+                Decision::Skip(why) => skip(line, why),
+            }
+        }
+        Ok(())
+    }
+
+    async fn evacuate(&self, line: &Item, _held: &Held) -> Result<Acted> {
+        self.fail_over(line).await
+    }
+
+    async fn recover(&self, line: &Item, _held: &Held) -> Result<Acted> {
+        if line.target.is_none() {
+            return Ok(Acted::default());
+        }
+        self.fail_over(line).await
+    }
+}
+
+impl Databases {
+    /// Start the line's failover, wait until the service reports the new writer (at most the
+    /// timeout, with progress on stderr), and read it back.
+    async fn fail_over(&self, line: &Item) -> Result<Acted> {
+        let target = line
+            .target
+            .as_ref()
+            .ok_or_else(|| Error::BadInput(format!("internal: no failover planned for {}", line.name)))?;
+        let failover: Failover = target.detail_as()?;
+        self.rds.start(&failover).await?;
+        let zones = self.rds.zones().await?;
+        let started = Instant::now();
+        loop {
+            let now = self.rds.databases(&zones).await?;
+            let db = now.iter().find(|d| d.arn == line.resource);
+            let writer = db.and_then(Database::writer);
+            let arrived = writer.is_some_and(|w| w.id == failover.to && w.az_id.as_deref() == Some(&failover.to_az))
+                && db.is_some_and(|d| d.status == "available");
+            if arrived {
+                return Ok(Acted {
+                    shown: Some(vec![format!("writer now {} in {}", failover.to, failover.to_az)]),
+                    ..Acted::default()
+                });
+            }
+            let elapsed = started.elapsed();
+            if elapsed >= self.timeout {
+                let (w, az) = db.map_or(("none", "?"), Database::writer_az);
+                return Err(Error::NotSettled {
+                    resource: failover.id.clone(),
+                    why: format!(
+                        "the writer is not {} in {} after {}s (now {w} in {az}, {})",
+                        failover.to,
+                        failover.to_az,
+                        elapsed.as_secs(),
+                        db.map_or("gone", |d| d.status.as_str())
+                    ),
+                });
+            }
+            eprintln!(
+                "azevac: db {}: waiting for {} to become the writer in {} ({}s)",
+                failover.id,
+                failover.to,
+                failover.to_az,
+                elapsed.as_secs()
+            );
+            tokio::time::sleep(self.rds.poll.min(self.timeout - elapsed)).await;
+        }
+    }
+}
+
+/// The RDS API.
+#[derive(Debug, Clone)]
+pub struct Rds {
+    client: aws_sdk_rds::Client,
+    ec2: Option<aws_sdk_ec2::Client>,
+    region: String,
+    /// How often a failover's progress is read.
+    pub poll: Duration,
+}
+
+fn tags(list: &[Tag]) -> BTreeMap<String, String> {
+    list.iter()
+        .filter_map(|t| Some((t.key()?.to_owned(), t.value().unwrap_or_default().to_owned())))
+        .collect()
+}
+
+impl Rds {
+    /// A client from the shared configuration.
+    pub fn new(sdk: &aws_config::SdkConfig) -> Self {
+        Rds {
+            client: crate::client!(aws_sdk_rds, sdk),
+            ec2: Some(crate::client!(aws_sdk_ec2, sdk)),
+            region: crate::aws::region_of(sdk),
+            poll: Duration::from_secs(5),
+        }
+    }
+
+    /// A client as given (tests), with these zones.
+    pub fn from_client(client: aws_sdk_rds::Client, poll: Duration) -> Self {
+        Rds {
+            client,
+            ec2: None,
+            region: String::new(),
+            poll,
+        }
+    }
+
+    /// The region's zones (recover plans without a zone; RDS speaks in zone names).
+    async fn zones(&self) -> Result<Zones> {
+        match &self.ec2 {
+            Some(ec2) => Zones::load(ec2, &self.region).await,
+            None => Ok(Zones::new(self.region.clone(), Vec::new())),
+        }
+    }
+
+    /// Every DB cluster and every instance outside a cluster, with their instances' zones as AZ IDs.
+    pub async fn databases(&self, zones: &Zones) -> Result<Vec<Database>> {
+        let clusters: Vec<DbCluster> = self
+            .client
+            .describe_db_clusters()
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| Error::from_sdk("rds:DescribeDBClusters", e))?;
+        let instances: Vec<DbInstance> = self
+            .client
+            .describe_db_instances()
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| Error::from_sdk("rds:DescribeDBInstances", e))?;
+        Ok(assemble(&clusters, &instances, zones))
+    }
+
+    /// Start a failover.
+    pub async fn start(&self, failover: &Failover) -> Result<()> {
+        if failover.cluster {
+            self.client
+                .failover_db_cluster()
+                .db_cluster_identifier(&failover.id)
+                .target_db_instance_identifier(&failover.to)
+                .send()
+                .await
+                .map_err(|e| Error::from_sdk("rds:FailoverDBCluster", e))?;
+        } else {
+            self.client
+                .reboot_db_instance()
+                .db_instance_identifier(&failover.id)
+                .force_failover(true)
+                .send()
+                .await
+                .map_err(|e| Error::from_sdk("rds:RebootDBInstance", e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Clusters with their members' placement, and instances outside clusters (pure).
+pub fn assemble(clusters: &[DbCluster], instances: &[DbInstance], zones: &Zones) -> Vec<Database> {
+    let az_of = |name: Option<&str>| name.map(|n| zones.id_of(n).unwrap_or(n).to_owned());
+    let member = |i: &DbInstance, writer: bool, tier: i32| Member {
+        id: i.db_instance_identifier().unwrap_or_default().to_owned(),
+        az_id: az_of(i.availability_zone()),
+        writer,
+        tier,
+        class: i.db_instance_class().unwrap_or_default().to_owned(),
+        status: i.db_instance_status().unwrap_or_default().to_owned(),
+    };
+    let mut out = Vec::new();
+    for c in clusters {
+        let members = c
+            .db_cluster_members()
+            .iter()
+            .map(|m| {
+                let id = m.db_instance_identifier().unwrap_or_default();
+                let writer = m.is_cluster_writer().unwrap_or(false);
+                let tier = m.promotion_tier().unwrap_or(1);
+                match instances.iter().find(|i| i.db_instance_identifier() == Some(id)) {
+                    Some(i) => member(i, writer, tier),
+                    None => Member {
+                        id: id.to_owned(),
+                        az_id: None,
+                        writer,
+                        tier,
+                        class: String::new(),
+                        status: "unknown".to_owned(),
+                    },
+                }
+            })
+            .collect();
+        out.push(Database {
+            arn: c.db_cluster_arn().unwrap_or_default().to_owned(),
+            id: c.db_cluster_identifier().unwrap_or_default().to_owned(),
+            kind: Kind::Cluster,
+            status: c.status().unwrap_or_default().to_owned(),
+            members,
+            tags: tags(c.tag_list()),
+        });
+    }
+    for i in instances.iter().filter(|i| i.db_cluster_identifier().is_none()) {
+        let kind = if i.multi_az().unwrap_or(false) {
+            Kind::MultiAz {
+                standby_az: az_of(i.secondary_availability_zone()),
+            }
+        } else {
+            Kind::SingleAz
+        };
+        out.push(Database {
+            arn: i.db_instance_arn().unwrap_or_default().to_owned(),
+            id: i.db_instance_identifier().unwrap_or_default().to_owned(),
+            kind,
+            status: i.db_instance_status().unwrap_or_default().to_owned(),
+            members: vec![member(i, true, 0)],
+            tags: tags(i.tag_list()),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::State;
+
+    const ARN: &str = "arn:aws:rds:us-east-1:123456789012:cluster:orders";
+
+    fn member(id: &str, az: &str, writer: bool, tier: i32, class: &str) -> Member {
+        Member {
+            id: id.into(),
+            az_id: Some(az.into()),
+            writer,
+            tier,
+            class: class.into(),
+            status: "available".into(),
+        }
+    }
+
+    fn orders(members: Vec<Member>) -> Database {
+        Database {
+            arn: ARN.into(),
+            id: "orders".into(),
+            kind: Kind::Cluster,
+            status: "available".into(),
+            members,
+            tags: BTreeMap::new(),
+        }
+    }
+
+    fn record(actions: &[&str]) -> Record {
+        Record {
+            az_id: "use1-az2".into(),
+            resource: ARN.into(),
+            resource_type: TYPE.into(),
+            removed_subnets: vec![],
+            state: State::Done,
+            version: 2,
+            resource_name: Some("orders".into()),
+            original_subnets: vec![],
+            actions: actions.iter().map(|a| a.to_string()).collect(),
+            run_id: Some("run-1".into()),
+            evacuated_by: None,
+            reason: None,
+            azevac_version: None,
+            created_at: None,
+            updated_at: None,
+        }
+    }
+
+    #[test]
+    fn classes_rank_by_size() {
+        assert!(class_rank("db.r6g.large") < class_rank("db.r6g.xlarge"));
+        assert!(class_rank("db.r6g.xlarge") < class_rank("db.r6g.2xlarge"));
+        assert!(class_rank("db.r6g.2xlarge") < class_rank("db.r6g.16xlarge"));
+        assert!(class_rank("db.t3.micro") < class_rank("db.t3.medium"));
+        assert_eq!(class_rank("db.serverless"), 0);
+    }
+
+    #[test]
+    fn the_reader_is_chosen_by_tier_then_class_then_name_outside_the_zone() {
+        let members = vec![
+            member("w", "use1-az2", true, 0, "db.r6g.large"),
+            member("same-zone", "use1-az2", false, 0, "db.r6g.16xlarge"),
+            member("tier2-big", "use1-az1", false, 2, "db.r6g.16xlarge"),
+            member("tier1-b", "use1-az4", false, 1, "db.r6g.large"),
+            member("tier1-a", "use1-az1", false, 1, "db.r6g.large"),
+            member("tier1-big", "use1-az4", false, 1, "db.r6g.2xlarge"),
+        ];
+        assert_eq!(
+            best_reader(&members, "use1-az2").map(|m| m.id.as_str()),
+            Some("tier1-big")
+        );
+        let mut members = members;
+        members.retain(|m| m.id != "tier1-big");
+        assert_eq!(
+            best_reader(&members, "use1-az2").map(|m| m.id.as_str()),
+            Some("tier1-a")
+        );
+        members.iter_mut().for_each(|m| m.status = "rebooting".into());
+        assert_eq!(best_reader(&members, "use1-az2"), None);
+    }
+
+    #[test]
+    fn decisions_move_skip_or_leave_alone() {
+        let db = orders(vec![
+            member("a", "use1-az2", true, 1, "db.r6g.large"),
+            member("b", "use1-az1", false, 1, "db.r6g.large"),
+        ]);
+        match decide(&db, "use1-az2") {
+            Decision::Move(f) => assert_eq!(
+                (f.from.as_str(), f.to.as_str(), f.to_az.as_str()),
+                ("a", "b", "use1-az1")
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(decide(&db, "use1-az4"), Decision::Elsewhere);
+        let alone = orders(vec![
+            member("a", "use1-az2", true, 1, "db.r6g.large"),
+            member("b", "use1-az2", false, 1, "db.r6g.large"),
+        ]);
+        assert!(matches!(decide(&alone, "use1-az2"), Decision::Skip(why) if why.contains("b in use1-az2 (available)")));
+        let mut busy = db.clone();
+        busy.status = "failing-over".into();
+        assert!(matches!(decide(&busy, "use1-az2"), Decision::Skip(why) if why.contains("failing-over")));
+        let single = Database {
+            kind: Kind::SingleAz,
+            members: vec![member("r", "use1-az2", true, 0, "db.t3.micro")],
+            ..db.clone()
+        };
+        assert_eq!(decide(&single, "use1-az2"), Decision::Skip(NOT_MOVABLE.into()));
+        let multi = |standby: &str| Database {
+            kind: Kind::MultiAz {
+                standby_az: Some(standby.into()),
+            },
+            members: vec![member("m", "use1-az2", true, 0, "db.m6g.large")],
+            ..db.clone()
+        };
+        match decide(&multi("use1-az4"), "use1-az2") {
+            Decision::Move(f) => assert!(!f.cluster && f.to == "m" && f.to_az == "use1-az4"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(decide(&multi("use1-az2"), "use1-az2"), Decision::Skip(_)));
+    }
+
+    #[test]
+    fn evacuation_journals_the_writer_and_filters_apply() {
+        let db = orders(vec![
+            member("a", "use1-az2", true, 1, "db.r6g.large"),
+            member("b", "use1-az1", false, 1, "db.r6g.large"),
+        ]);
+        let items = evacuation(
+            std::slice::from_ref(&db),
+            "use1-az2",
+            &BTreeMap::new(),
+            &Filters::default(),
+        );
+        assert_eq!(
+            items[0].actions.as_deref(),
+            Some(&["writer:a@use1-az2".to_string()][..])
+        );
+        let detail: Failover = items[0].target.as_ref().expect("target").detail_as().expect("detail");
+        assert_eq!(detail.to, "b");
+        let filters = Filters {
+            tags: vec![("team".into(), "pay".into())],
+            name_prefix: None,
+        };
+        let items = evacuation(std::slice::from_ref(&db), "use1-az2", &BTreeMap::new(), &filters);
+        assert_eq!(items[0].status, Status::Skipped);
+        // Moved by an earlier run: listed as already evacuated.
+        let moved = orders(vec![
+            member("a", "use1-az2", false, 1, "db.r6g.large"),
+            member("b", "use1-az1", true, 1, "db.r6g.large"),
+        ]);
+        let records = BTreeMap::from([(ARN.to_string(), record(&["writer:a@use1-az2"]))]);
+        let items = evacuation(&[moved], "use1-az2", &records, &Filters::default());
+        assert_eq!(
+            items[0].reason.as_deref(),
+            Some("already evacuated: writer b in use1-az1")
+        );
+    }
+
+    #[test]
+    fn recovery_keeps_the_writer_unless_failback_and_fails_back_only_to_an_available_original() {
+        let moved = orders(vec![
+            member("a", "use1-az2", false, 1, "db.r6g.large"),
+            member("b", "use1-az1", true, 1, "db.r6g.large"),
+        ]);
+        let rec = record(&["writer:a@use1-az2"]);
+        let item = recovery(&rec, Some(&moved), false, false);
+        assert!(!item.changes_resource());
+        assert_eq!(
+            item.reason.as_deref(),
+            Some("writer b stays in use1-az1; was a in use1-az2")
+        );
+        let item = recovery(&rec, Some(&moved), true, false);
+        assert_eq!(item.status, Status::Planned);
+        assert!(item.changes_resource());
+        let back: Failover = item.target.as_ref().expect("target").detail_as().expect("detail");
+        assert_eq!((back.to.as_str(), back.to_az.as_str()), ("a", "use1-az2"));
+        let mut down = moved.clone();
+        down.members[0].status = "stopped".into();
+        let item = recovery(&rec, Some(&down), true, false);
+        assert_eq!(item.status, Status::Skipped);
+        assert!(item
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("journal record kept"));
+        let gone = recovery(&rec, None, false, false);
+        assert_eq!(gone.status, Status::Skipped);
+        assert_eq!(recovery(&rec, None, false, true).status, Status::Planned);
+    }
+
+    mod sdk {
+        //! Paging, the wait for the new writer, and the service's refusal, against aws-smithy-mocks.
+        use super::*;
+        use aws_sdk_rds::operation::describe_db_clusters::DescribeDbClustersOutput;
+        use aws_sdk_rds::operation::describe_db_instances::DescribeDbInstancesOutput;
+        use aws_sdk_rds::operation::failover_db_cluster::FailoverDBClusterError;
+        use aws_sdk_rds::types::error::InvalidDbClusterStateFault;
+        use aws_sdk_rds::types::DbClusterMember;
+        use aws_smithy_mocks::{mock, mock_client, RuleMode};
+
+        fn zones() -> Zones {
+            Zones::new(
+                "us-east-1",
+                vec![
+                    crate::topology::Zone {
+                        id: "use1-az2".into(),
+                        name: "us-east-1c".into(),
+                    },
+                    crate::topology::Zone {
+                        id: "use1-az1".into(),
+                        name: "us-east-1b".into(),
+                    },
+                ],
+            )
+        }
+
+        fn cluster(writer: &str, status: &str) -> DbCluster {
+            DbCluster::builder()
+                .db_cluster_arn(ARN)
+                .db_cluster_identifier("orders")
+                .status(status)
+                .db_cluster_members(
+                    DbClusterMember::builder()
+                        .db_instance_identifier("a")
+                        .is_cluster_writer(writer == "a")
+                        .promotion_tier(1)
+                        .build(),
+                )
+                .db_cluster_members(
+                    DbClusterMember::builder()
+                        .db_instance_identifier("b")
+                        .is_cluster_writer(writer == "b")
+                        .promotion_tier(1)
+                        .build(),
+                )
+                .build()
+        }
+
+        fn instance(id: &str, az: &str) -> DbInstance {
+            DbInstance::builder()
+                .db_instance_identifier(id)
+                .db_cluster_identifier("orders")
+                .db_instance_class("db.r6g.large")
+                .db_instance_status("available")
+                .availability_zone(az)
+                .build()
+        }
+
+        fn instances() -> DescribeDbInstancesOutput {
+            DescribeDbInstancesOutput::builder()
+                .db_instances(instance("a", "us-east-1c"))
+                .db_instances(instance("b", "us-east-1b"))
+                .build()
+        }
+
+        #[tokio::test]
+        async fn clusters_are_read_across_pages_with_zone_ids() {
+            let page1 = mock!(aws_sdk_rds::Client::describe_db_clusters)
+                .match_requests(|r| r.marker().is_none())
+                .then_output(|| {
+                    DescribeDbClustersOutput::builder()
+                        .db_clusters(cluster("a", "available"))
+                        .marker("m2")
+                        .build()
+                });
+            let page2 = mock!(aws_sdk_rds::Client::describe_db_clusters)
+                .match_requests(|r| r.marker() == Some("m2"))
+                .then_output(|| DescribeDbClustersOutput::builder().build());
+            let dbs = mock!(aws_sdk_rds::Client::describe_db_instances).then_output(instances);
+            let client = mock_client!(aws_sdk_rds, RuleMode::MatchAny, [&page1, &page2, &dbs]);
+            let found = Rds::from_client(client, Duration::from_millis(1))
+                .databases(&zones())
+                .await
+                .expect("databases");
+            assert_eq!(found.len(), 1);
+            assert_eq!(found[0].writer().and_then(|w| w.az_id.as_deref()), Some("use1-az2"));
+            assert_eq!(found[0].members[1].az_id.as_deref(), Some("use1-az1"));
+            assert_eq!((page1.num_calls(), page2.num_calls()), (1, 1));
+        }
+
+        #[tokio::test]
+        async fn a_failover_in_progress_is_refused_with_the_services_words() {
+            let refused = mock!(aws_sdk_rds::Client::failover_db_cluster)
+                .match_requests(|r| {
+                    r.db_cluster_identifier() == Some("orders") && r.target_db_instance_identifier() == Some("b")
+                })
+                .then_error(|| {
+                    FailoverDBClusterError::InvalidDbClusterStateFault(
+                        InvalidDbClusterStateFault::builder()
+                            .message("Cluster orders is failing-over")
+                            .build(),
+                    )
+                });
+            let client = mock_client!(aws_sdk_rds, RuleMode::MatchAny, [&refused]);
+            let failover = Failover {
+                id: "orders".into(),
+                cluster: true,
+                from: "a".into(),
+                from_az: "use1-az2".into(),
+                to: "b".into(),
+                to_az: "use1-az1".into(),
+            };
+            let err = Rds::from_client(client, Duration::from_millis(1))
+                .start(&failover)
+                .await
+                .expect_err("refused");
+            let text = crate::error::describe(&err);
+            assert!(
+                text.contains("FailoverDBCluster") && text.contains("failing-over"),
+                "{text}"
+            );
+        }
+    }
+}
