@@ -479,6 +479,9 @@ impl Databases {
         self.rds.start(&failover).await?;
         let zones = self.rds.zones().await?;
         let started = Instant::now();
+        // A loop of our own: the SDK's waiters wait for a status (`available`), and a cluster is
+        // `available` again before, as well as after, the writer moved; only the writer's ID and
+        // zone say that this failover happened.
         loop {
             let now = self.rds.databases(&zones).await?;
             let db = now.iter().find(|d| d.arn == line.resource);
@@ -505,13 +508,14 @@ impl Databases {
                     ),
                 });
             }
-            eprintln!(
+            let progress = format!(
                 "azevac: db {}: waiting for {} to become the writer in {} ({}s)",
                 failover.id,
                 failover.to,
                 failover.to_az,
                 elapsed.as_secs()
             );
+            eprintln!("{}", crate::text::clean(&progress));
             tokio::time::sleep(self.rds.poll.min(self.timeout - elapsed)).await;
         }
     }
