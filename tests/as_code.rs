@@ -258,6 +258,27 @@ async fn issue_13_the_journal_is_protected_and_a_foreign_table_is_refused() {
     assert_eq!(warnings.len(), 1, "{}", status.stderr);
     assert!(warnings[0].contains("no deletion protection"), "{}", warnings[0]);
     assert!(warnings[0].contains("azevac init"), "{}", warnings[0]);
+    // A real evacuate into the unprotected journal says so too, in one line, and goes ahead.
+    let spec = common::estate::Spec {
+        vpcs: vec![common::estate::VpcSpec {
+            name: "main".into(),
+            cidr: "10.90.0.0/16".into(),
+            zones: vec!["use1-az1".into(), "use1-az2".into()],
+        }],
+        auto_scaling_groups: vec![common::estate::AsgSpec {
+            name: "web".into(),
+            vpc: "main".into(),
+            zones: vec!["use1-az1".into(), "use1-az2".into()],
+            desired: 0,
+            tags: Default::default(),
+        }],
+        ..Default::default()
+    };
+    common::estate::seed(&sdk, &spec).await;
+    let evacuate = azevac(&moto, &["evacuate", "--az-id", "use1-az2", "--yes"]).expect_code(0);
+    let warnings: Vec<&str> = evacuate.stderr.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{}", evacuate.stderr);
+    assert!(warnings[0].contains("no deletion protection"), "{}", warnings[0]);
     let init = azevac(&moto, &["init"]).expect_code(0);
     assert!(init.stdout.contains("turned on deletion protection"), "{}", init.stdout);
     assert_protected(&sdk).await;
