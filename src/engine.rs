@@ -104,6 +104,7 @@ pub async fn prepare(
                 zone_subnets: &zone_subnets,
                 records: &records,
                 request,
+                still_evacuated: &none,
             };
             let planned = futures::future::join_all(plugins.iter().map(|p| p.plan_evacuation(&scope))).await;
             for (plugin, lines) in plugins.iter().zip(planned) {
@@ -123,6 +124,7 @@ pub async fn prepare(
             let types: Vec<&str> = plugins.iter().map(|p| p.resource_type()).collect();
             let (mut by_type, problems) = journal.records(&types, zone.as_ref().map(|z| z.id.as_str())).await?;
             plan.problems = problems;
+            let still_evacuated = still_evacuated(journal, request, &types).await?;
             let scope = Scope {
                 command,
                 zone: zone.as_ref(),
@@ -130,6 +132,7 @@ pub async fn prepare(
                 zone_subnets: &none,
                 records: &no_records,
                 request,
+                still_evacuated: &still_evacuated,
             };
             for plugin in &plugins {
                 let records = by_type.remove(plugin.resource_type()).unwrap_or_default();
@@ -156,6 +159,24 @@ pub async fn prepare(
     plan.items.sort_by_key(|item| stage(item));
     phases.end("discover and plan");
     Ok(Prepared { plan, phases, plugins })
+}
+
+/// For `recover --failback`: the zones that keep records of types this run does not recover (a
+/// `--type` that leaves some out). A failback into one of them would move a writer back into a zone
+/// that is still evacuated.
+async fn still_evacuated(journal: &Journal, request: &Request, recovered: &[&str]) -> Result<BTreeSet<String>> {
+    if !request.failback {
+        return Ok(BTreeSet::new());
+    }
+    let others: Vec<&str> = plugins::types()
+        .into_iter()
+        .filter(|t| !recovered.contains(t))
+        .collect();
+    if others.is_empty() {
+        return Ok(BTreeSet::new());
+    }
+    let (by_type, _) = journal.records(&others, None).await?;
+    Ok(by_type.values().flatten().map(|r| r.az_id.clone()).collect())
 }
 
 /// One type's planning outcome, split by what it calls for. An error that needs the operator to
@@ -277,14 +298,18 @@ impl Prepared {
             if lines.is_empty() {
                 continue;
             }
-            if stage == Stage::Last && settings.wait.is_some() && self.plan.count(Status::Failed) > 0 {
+            // A type that could not be planned (a problem) leaves its records, and so its capacity,
+            // out of the zone just as a failed line does.
+            let capacity_short = (settings.wait.is_some() && self.plan.count(Status::Failed) > 0)
+                || (command == Command::Recover && !self.plan.problems.is_empty());
+            if stage == Stage::Last && capacity_short {
                 // Capacity did not come back everywhere: keep the traffic away until it has.
                 for &i in &lines {
                     let item = &mut self.plan.items[i];
                     if item.status == Status::Planned {
                         item.fail(
-                            "not changed: capacity did not come back into the zone (see the failed lines); \
-                             journal record kept, run recover again once it has"
+                            "not changed: capacity did not come back into the zone (see the failed lines and \
+                             problems); journal record kept, run recover again once it has"
                                 .into(),
                         );
                     }

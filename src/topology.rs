@@ -113,6 +113,17 @@ impl Zones {
             .config_override(quick)
             .send()
             .await;
+        // An endpoint that takes the connection and never answers is as unreachable as one that
+        // refuses it: two attempt timeouts are enough to say so.
+        let first = match first {
+            Err(e @ aws_sdk_ec2::error::SdkError::TimeoutError(_)) => {
+                return Err(Error::Unreachable {
+                    operation: "ec2:DescribeAvailabilityZones",
+                    source: Box::new(e),
+                })
+            }
+            other => other,
+        };
         let out = match first.map_err(|e| zones_error(region, e)) {
             Ok(out) => out,
             Err(

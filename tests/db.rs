@@ -290,3 +290,86 @@ async fn issue_15_a_kill_around_the_failover_loses_nothing() {
         assert!(journal_items(&sdk).await.is_empty());
     }
 }
+
+/// No failback into a zone that stays evacuated: with a group's record still in use1-az2,
+/// `recover --type db --failback` keeps the writer out and the record; a full recover whose
+/// Auto Scaling part cannot be read (a problem, not a failed line) holds the failback back too;
+/// once the group is back, the writer goes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_15_no_failback_while_the_zone_is_still_evacuated() {
+    use common::estate::{self, AsgSpec, Spec, VpcSpec};
+    use common::proxy::{FailRule, Fault};
+    let moto = Moto::start();
+    let rds = seed(&moto).await;
+    let sdk = common::sdk(&moto).await;
+    let spec = Spec {
+        vpcs: vec![VpcSpec {
+            name: "main".into(),
+            cidr: "10.95.0.0/16".into(),
+            zones: vec!["use1-az1".into(), "use1-az2".into()],
+        }],
+        auto_scaling_groups: vec![AsgSpec {
+            name: "web".into(),
+            vpc: "main".into(),
+            zones: vec!["use1-az1".into(), "use1-az2".into()],
+            desired: 0,
+            tags: Default::default(),
+        }],
+        ..Spec::default()
+    };
+    estate::seed(&sdk, &spec).await;
+    azevac(&moto, &["evacuate", "--az-id", "use1-az2", "--type", "asg,db", "--yes"]).expect_code(0);
+    assert_eq!(writer(&rds, "orders").await, "orders-3");
+
+    let held = azevac(
+        &moto,
+        &["recover", "--type", "db", "--failback", "--yes", "--output", "json"],
+    )
+    .json();
+    let orders = line(&held, "orders");
+    assert_eq!(orders["status"], "skipped", "{orders}");
+    assert!(
+        orders["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("use1-az2 is still evacuated"),
+        "{orders}"
+    );
+    assert_eq!(writer(&rds, "orders").await, "orders-3");
+
+    let proxy = Proxy::start(&moto.endpoint);
+    proxy.set(Faults {
+        rules: vec![FailRule {
+            label: "autoscaling:DescribeAutoScalingGroups".into(),
+            body_contains: String::new(),
+            fault: Fault::ServerError,
+        }],
+        ..Faults::default()
+    });
+    let run = common::azevac_at(
+        &proxy.endpoint,
+        &["recover", "--type", "asg,db", "--failback", "--yes", "--output", "json"],
+        &[("AWS_MAX_ATTEMPTS", Some("2"))],
+    )
+    .expect_code(1);
+    let orders = line(&run.json(), "orders").clone();
+    assert_ne!(orders["status"], "done", "{orders}");
+    assert_eq!(
+        writer(&rds, "orders").await,
+        "orders-3",
+        "no failback while the group is out"
+    );
+    let kept: Vec<String> = journal_items(&sdk)
+        .await
+        .iter()
+        .map(|i| attr_s(i, "resource_type"))
+        .collect();
+    assert!(
+        kept.contains(&"db".to_owned()) && kept.contains(&"asg".to_owned()),
+        "{kept:?}"
+    );
+
+    azevac(&moto, &["recover", "--type", "asg,db", "--failback", "--yes"]).expect_code(0);
+    assert_eq!(writer(&rds, "orders").await, "orders-1");
+    assert!(journal_items(&sdk).await.is_empty());
+}

@@ -6,12 +6,8 @@ use crate::Result;
 /// Run `azevac init`; returns the exit code.
 pub async fn run(ctx: &Context) -> Result<i32> {
     let created = ctx.journal.create().await?;
-    // An existing journal gets the protection a new one is created with.
-    let turned_on = if created {
-        Vec::new()
-    } else {
-        ctx.journal.protect().await?
-    };
+    // A new journal gets point-in-time recovery; an existing one whatever protection it lacks.
+    let turned_on = ctx.journal.protect().await?;
     let table = ctx.journal.table();
     match (ctx.output, created) {
         (crate::cli::Output::Json, _) => {

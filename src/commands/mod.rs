@@ -108,7 +108,9 @@ impl Context {
         let Prepared { mut plan, phases, .. } = prepared;
         self.attach_stats(&mut plan, &phases);
         crate::report::print(&plan, self.output, crate::report::Phase::Plan { dry_run });
-        EXIT_OK
+        // A plan with a type that could not be planned, or a line that failed at planning, is not
+        // the whole plan: a dry run in CI must notice.
+        exit_code(&plan)
     }
 
     /// Show the plan, ask, and have the engine carry it out; returns the exit code.
@@ -146,6 +148,14 @@ impl Context {
         if plan.command == Command::Evacuate {
             if self.journal.create().await? {
                 eprintln!("azevac: created journal table {}", self.journal.table());
+                // Protection must not hold up an evacuation: a failure is one warning line.
+                if let Err(e) = self.journal.protect().await {
+                    eprintln!(
+                        "azevac: warning: could not turn on point-in-time recovery for the journal: {}; \
+                         run `azevac init` later",
+                        crate::report::clean(&describe(&e))
+                    );
+                }
             } else {
                 self.warn_if_unprotected().await;
             }

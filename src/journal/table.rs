@@ -13,6 +13,9 @@ use super::{Journal, PK, SK, TYPE_ATTR, TYPE_INDEX};
 use crate::error::BoxError;
 use crate::{Error, Result};
 
+/// How long point-in-time recovery may stay unavailable on a new table before azevac gives up.
+const BACKUPS_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// How long `init` waits for a new table to become ACTIVE.
 const CREATE_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 
@@ -92,21 +95,39 @@ impl Journal {
                 .point_in_time_recovery_enabled(true)
                 .build()
                 .map_err(|e| build_err("dynamodb:UpdateContinuousBackups", e))?;
-            self.client
-                .update_continuous_backups()
-                .table_name(&self.table)
-                .point_in_time_recovery_specification(pitr)
-                .send()
-                .await
-                .map_err(|e| self.map_err("dynamodb:UpdateContinuousBackups", e))?;
+            // DynamoDB refuses this for a while after a table is created ("Backups are being
+            // enabled"): wait for it, within bounds, rather than fail the first evacuation.
+            let mut delay = std::time::Duration::from_secs(1);
+            let started = std::time::Instant::now();
+            loop {
+                let sent = self
+                    .client
+                    .update_continuous_backups()
+                    .table_name(&self.table)
+                    .point_in_time_recovery_specification(pitr.clone())
+                    .send()
+                    .await;
+                match sent {
+                    Ok(_) => break,
+                    Err(e)
+                        if e.code() == Some("ContinuousBackupsUnavailableException")
+                            && started.elapsed() < BACKUPS_WAIT =>
+                    {
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(std::time::Duration::from_secs(10));
+                    }
+                    Err(e) => return Err(self.map_err("dynamodb:UpdateContinuousBackups", e)),
+                }
+            }
             turned_on.push(POINT_IN_TIME_RECOVERY);
         }
         Ok(turned_on)
     }
 
     /// Create the table and its index (on-demand billing, deletion protection on) and wait until it
-    /// is ACTIVE, then turn on point-in-time recovery: the journal is the only record of what was
-    /// taken. Returns false, changing nothing, when a table with the same keys already exists.
+    /// is ACTIVE; the caller then turns on point-in-time recovery with [`Journal::protect`] (the
+    /// journal is the only record of what was taken). Returns false, changing nothing, when a table
+    /// with the same keys already exists.
     pub async fn create(&self) -> Result<bool> {
         let key = |name: &str, kind: KeyType| {
             KeySchemaElement::builder()
@@ -160,7 +181,6 @@ impl Journal {
                 operation: "dynamodb:DescribeTable (waiting for ACTIVE)",
                 source: Box::new(e),
             })?;
-        self.protect().await?;
         Ok(true)
     }
 

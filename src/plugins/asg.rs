@@ -30,7 +30,7 @@ const NODEGROUP_TAG: &str = "eks:nodegroup-name";
 /// Why a managed node group's Auto Scaling group keeps its subnets, and what to do instead.
 fn managed_node_group(nodegroup: &str) -> String {
     format!(
-        "owned by EKS managed node group {nodegroup}: EKS does not support editing its subnets (the node group turns degraded);          use the cluster's zonal shift (--zonal-shift, with the cluster registered with ARC) and the node taints (--type eks --kube-context)"
+        "owned by EKS managed node group {nodegroup}: EKS does not support editing its subnets (the node group turns degraded); use the cluster's zonal shift (--zonal-shift, with the cluster registered with ARC) and the node taints (--type eks --kube-context)"
     )
 }
 

@@ -406,7 +406,7 @@ impl Plugin for Databases {
         Ok(evacuation(&databases, scope.az_id(), scope.records, &scope.filters()))
     }
 
-    async fn plan_recovery(&self, records: Vec<Record>, _scope: &Scope<'_>) -> Result<Vec<Item>> {
+    async fn plan_recovery(&self, records: Vec<Record>, scope: &Scope<'_>) -> Result<Vec<Item>> {
         if records.is_empty() {
             return Ok(Vec::new());
         }
@@ -416,7 +416,18 @@ impl Plugin for Databases {
             .iter()
             .map(|r| {
                 let db = databases.iter().find(|d| d.arn == r.resource);
-                recovery(r, db, self.failback, self.forget_missing)
+                let mut item = recovery(r, db, self.failback, self.forget_missing);
+                if item.status == Status::Planned && item.target.is_some() && scope.still_evacuated.contains(&r.az_id) {
+                    skip(
+                        &mut item,
+                        format!(
+                            "no failback: {} is still evacuated (the journal holds records of other types there; \
+                             recover them first); journal record kept",
+                            r.az_id
+                        ),
+                    );
+                }
+                item
             })
             .collect())
     }

@@ -148,16 +148,22 @@ impl std::str::FromStr for Change {
 
 /// The requirements of a NodePool as stored (every field kept) and as read.
 fn requirements(pool: &Value) -> Result<(Vec<Value>, Vec<Requirement>)> {
-    let raw = pool["spec"]["template"]["spec"]["requirements"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let raw = raw_requirements(pool);
     let parsed = raw
         .iter()
         .map(|r| serde_json::from_value(r.clone()))
         .collect::<std::result::Result<Vec<Requirement>, _>>()
         .map_err(|e| Error::BadInput(format!("a NodePool requirement does not parse ({e}); nothing changed")))?;
     Ok((raw, parsed))
+}
+
+/// A NodePool's requirements as the API server holds them. Reverting works on these alone, so that
+/// a requirement azevac cannot parse (a newer operator, a typo) never hides what azevac added.
+fn raw_requirements(pool: &Value) -> Vec<Value> {
+    pool["spec"]["template"]["spec"]["requirements"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// The zones of the region a NodePool with these requirements can place nodes in.
@@ -517,7 +523,7 @@ pub fn recovery(record: &Record, current: Option<&Value>) -> Item {
         return item;
     };
     let mut undo = Vec::new();
-    let mut raw = requirements(current).map(|(raw, _)| raw).unwrap_or_default();
+    let mut raw = raw_requirements(current);
     for action in &record.actions {
         let still = match action.parse::<Change>() {
             Ok(Change::Annotated) => current["metadata"]["annotations"][DO_NOT_DISRUPT] == json!("true"),
@@ -781,7 +787,7 @@ impl Plugin for NodePools {
         let api = pools_api(cluster);
         let outcome = eks::read_modify_write(&api, &name, ("get nodepool", "patch nodepool"), |pool| {
             let data = serde_json::to_value(pool).unwrap_or_default();
-            let (mut raw, _) = requirements(&data).ok()?;
+            let mut raw = raw_requirements(&data);
             let mut changed = false;
             for change in &changes {
                 changed |= revert(change, &mut raw);

@@ -145,6 +145,9 @@ pub struct Scope<'a> {
     pub records: &'a BTreeMap<String, Record>,
     /// What the operator asked for.
     pub request: &'a Request,
+    /// AZ IDs that stay evacuated after this run (recover with `--failback`): the journal holds
+    /// records there of types this run does not recover, so nothing may move back into them.
+    pub still_evacuated: &'a BTreeSet<String>,
 }
 
 impl Scope<'_> {

@@ -499,7 +499,7 @@ fn error_response(service: &str, fault: Fault) -> Response<Body> {
                 .expect("response");
         }
         (Fault::Throttle, "ec2") => (503, "RequestLimitExceeded"),
-        (Fault::Throttle, "autoscaling" | "sts") => (400, "Throttling"),
+        (Fault::Throttle, "autoscaling" | "sts" | "rds" | "elasticloadbalancing") => (400, "Throttling"),
         (Fault::Throttle, "lambda") => (429, "TooManyRequestsException"),
         (Fault::Throttle, _) => (400, "ThrottlingException"),
         (Fault::ServerError, _) => (500, "InternalFailure"),
@@ -514,7 +514,8 @@ fn error_response(service: &str, fault: Fault) -> Response<Body> {
             "text/xml",
             format!("<Response><Errors><Error><Code>{code}</Code><Message>{message}</Message></Error></Errors><RequestID>proxy</RequestID></Response>"),
         ),
-        "autoscaling" | "sts" => (
+        // The query-protocol services answer errors in XML, as AWS does.
+        "autoscaling" | "sts" | "rds" | "elasticloadbalancing" => (
             "text/xml",
             format!("<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error><RequestId>proxy</RequestId></ErrorResponse>"),
         ),
