@@ -122,11 +122,13 @@ def seed(port, n_asg, n_ecs, n_lambda, tag_for_peer):
                                     Code={"ZipFile": buf.getvalue()}, VpcConfig={"SubnetIds": subnets, "SecurityGroupIds": [sg]})
 
 
-def start_moto(server):
-    """Start a moto server on a free port and wait until it answers; returns (process, port)."""
+def start_moto(python, fixed=True):
+    """Start a moto server on a free port through scripts/moto_server.py (with its transaction fix, or
+    unchanged when fixed is False) and wait until it answers; returns (process, port)."""
     port = free_port()
-    moto = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = dict(os.environ, AZEVAC_MOTO_UNFIXED="0" if fixed else "1")
+    moto = subprocess.Popen([python, os.path.join(ROOT, "scripts", "moto_server.py"), "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     for _ in range(300):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1)
@@ -204,42 +206,54 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--latency-ms", type=float, default=50.0, help="latency for the mixed-estate runs")
     parser.add_argument("--skip-peer", action="store_true", help="azevac only (the peer needs ~8 min per round trip at 1,000)")
+    parser.add_argument("--emulator", default="fixed,unfixed",
+                        help="moto with scripts/moto_server.py's transaction fix, unchanged moto, or both (one server for both tools)")
     args = parser.parse_args()
 
-    moto, moto_port = start_moto(os.path.join(ROOT, ".venv-bench", "bin", "moto_server"))
+    rows = []
+    for emulator in args.emulator.split(","):
+        if emulator not in ("fixed", "unfixed"):
+            parser.error(f"--emulator: {emulator!r} is neither fixed nor unfixed")
+        rows += bench_emulator(args, emulator)
+    print_table(rows)
+    print(f"\nazevac --version: {startup_ms():.1f} ms (best of 20)")
+    print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+
+
+def bench_emulator(args, emulator):
+    """Every row on one moto server: the fixed or the unchanged emulator."""
+    moto, moto_port = start_moto(os.path.join(ROOT, ".venv-bench", "bin", "python"), fixed=emulator == "fixed")
     try:
         rows = []
         for n in [int(s) for s in args.sizes.split(",")]:
             # 1. ASGs only, no added latency: azevac and the peer on the same estate.
             direct = Proxy(moto_port, 0)
             reset(moto_port); seed(moto_port, n, 0, 0, tag_for_peer=True)
-            rows.append(("azevac", "asg", n, 0, bench_azevac(moto_port, direct, args.runs, "asg")))
+            rows.append(("azevac", emulator, "asg", n, 0, bench_azevac(moto_port, direct, args.runs, "asg")))
             if not args.skip_peer:
                 reset(moto_port); seed(moto_port, n, 0, 0, tag_for_peer=True)
-                rows.append(("peer", "asg", n, 0, bench_peer(direct, args.runs)))
+                rows.append(("peer", emulator, "asg", n, 0, bench_peer(direct, args.runs)))
             # 2. Mixed estate (60% ASG, 20% ECS, 20% Lambda), with control-plane-like latency.
             slow = Proxy(moto_port, args.latency_ms / 1000)
             reset(moto_port); seed(moto_port, n * 6 // 10, n * 2 // 10, n * 2 // 10, tag_for_peer=False)
-            rows.append(("azevac", "mixed", n, args.latency_ms, bench_azevac(moto_port, slow, args.runs, "asg,ecs,lambda")))
-        print_table(rows)
-        print(f"\nazevac --version: {startup_ms():.1f} ms (best of 20)")
-        print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+            rows.append(("azevac", emulator, "mixed", n, args.latency_ms, bench_azevac(moto_port, slow, args.runs, "asg,ecs,lambda")))
+        return rows
     finally:
         moto.kill()
 
 
 def print_table(rows):
-    print("| tool | estate | N | added latency | evacuate median (min-max) s | recover median (min-max) s | API calls evacuate / recover | peak RSS MB | azevac/peer time | azevac/peer calls |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    peers = {(n): r for tool, kind, n, lat, r in rows if tool == "peer"}
-    for tool, kind, n, latency, r in rows:
+    print("| tool | emulator | estate | N | added latency | evacuate median (min-max) s | recover median (min-max) s | API calls evacuate / recover | peak RSS MB | azevac/peer time | azevac/peer calls |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    peers = {(emulator, n): r for tool, emulator, kind, n, lat, r in rows if tool == "peer"}
+    for tool, emulator, kind, n, latency, r in rows:
         ratio_t = ratio_c = ""
-        if tool == "azevac" and kind == "asg" and n in peers:
-            p = peers[n]
+        if tool == "azevac" and kind == "asg" and (emulator, n) in peers:
+            p = peers[(emulator, n)]
             ratio_t = f"{r['evacuate'][0] / p['evacuate'][0]:.2f} / {r['recover'][0] / p['recover'][0]:.2f}"
             ratio_c = f"{r['evacuate_calls'] / p['evacuate_calls']:.2f} / {r['recover_calls'] / p['recover_calls']:.2f}"
         ev, rc = r["evacuate"], r["recover"]
-        print(f"| {tool} | {kind} | {n} | {latency:.0f} ms | {ev[0]:.2f} ({ev[1]:.2f}-{ev[2]:.2f}) | {rc[0]:.2f} ({rc[1]:.2f}-{rc[2]:.2f}) "
+        print(f"| {tool} | {emulator} | {kind} | {n} | {latency:.0f} ms | {ev[0]:.2f} ({ev[1]:.2f}-{ev[2]:.2f}) | {rc[0]:.2f} ({rc[1]:.2f}-{rc[2]:.2f}) "
               f"| {r['evacuate_calls']:.0f} / {r['recover_calls']:.0f} | {r['rss_mb']:.0f} | {ratio_t} | {ratio_c} |")
 
 

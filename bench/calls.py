@@ -27,7 +27,7 @@ def main():
     parser.add_argument("--groups", type=int, default=1000)
     parser.add_argument("--binary", default=os.path.join(ROOT, "target", "debug", "azevac"))
     args = parser.parse_args()
-    moto, port = start_moto(os.path.join(ROOT, ".venv-moto", "bin", "moto_server"))
+    moto, port = start_moto(os.path.join(ROOT, ".venv-moto", "bin", "python"))
     try:
         seed(port, args.groups, 0, 0, False)
         env = env_for(port)

@@ -18,12 +18,13 @@ impl Moto {
     /// Start moto_server and wait until it answers. Panics with what to do when it is not installed:
     /// a test that silently skipped could never fail.
     pub fn start() -> Moto {
-        let server = moto_server();
+        let (server, launcher) = moto_server();
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
         let child = Command::new(&server)
+            .args(launcher)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -78,16 +79,19 @@ impl Drop for Moto {
     }
 }
 
-/// `AZEVAC_MOTO_SERVER`, else the repository's `.venv-moto` (made by scripts/moto-env), else PATH.
-fn moto_server() -> PathBuf {
+/// The program to run and its first arguments: `AZEVAC_MOTO_SERVER` (a moto_server as it is), else the
+/// repository's `.venv-moto` (made by scripts/moto-env) running `scripts/moto_server.py`, the launcher that
+/// fixes moto's O(items x table) transactions (the benchmark uses the same), else moto_server from PATH.
+fn moto_server() -> (PathBuf, Vec<PathBuf>) {
     if let Some(path) = std::env::var_os("AZEVAC_MOTO_SERVER") {
-        return PathBuf::from(path);
+        return (PathBuf::from(path), Vec::new());
     }
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv-moto/bin/moto_server");
-    if venv.exists() {
-        venv
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join(".venv-moto/bin/python");
+    if python.exists() {
+        (python, vec![root.join("scripts/moto_server.py")])
     } else {
-        PathBuf::from("moto_server")
+        (PathBuf::from("moto_server"), Vec::new())
     }
 }
 
