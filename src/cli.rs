@@ -64,6 +64,11 @@ pub struct Global {
     #[arg(long, global = true, env = "AZEVAC_OPERATION_TIMEOUT", hide_env_values = true, value_name = "DURATION",
           default_value = "3m", value_parser = parse_call_timeout)]
     pub operation_timeout: std::time::Duration,
+    /// Pace calls to one AWS service to N requests per second (SERVICE=N, repeatable; SERVICE=unlimited
+    /// lifts a default). Defaults follow the published quotas: ec2=20 (burst 100), lambda=15.
+    #[arg(long, global = true, env = "AZEVAC_MAX_RATE", hide_env_values = true, value_name = "SERVICE=N",
+          value_delimiter = ',', value_parser = parse_max_rate)]
+    pub max_rate: Vec<(String, Option<crate::pacing::Rate>)>,
     /// More log lines on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -348,6 +353,11 @@ fn parse_call_timeout(text: &str) -> Result<std::time::Duration, String> {
         return Err("a call timeout lies between 1s and 1h".into());
     }
     Ok(timeout)
+}
+
+/// `--max-rate`: SERVICE=N or SERVICE=unlimited.
+fn parse_max_rate(text: &str) -> Result<(String, Option<crate::pacing::Rate>), String> {
+    crate::pacing::parse_max_rate(text).map_err(|e| e.to_string())
 }
 
 /// `--lease`: a duration between 2 seconds and 1 hour.

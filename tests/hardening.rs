@@ -350,3 +350,84 @@ async fn every_call_names_azevac_in_its_user_agent() {
     let missing: Vec<&(String, String)> = agents.iter().filter(|(_, agent)| !agent.contains(app)).collect();
     assert!(missing.is_empty(), "calls without {app}: {missing:?}");
 }
+
+/// The largest number of calls of `service` that arrived within any window, beyond what a token
+/// bucket of `rate` per second holding `burst` allows (`burst + rate × window`, plus one for the
+/// clock's granularity); zero when the calls kept to the bucket.
+fn excess_over_bucket(arrivals: &[(String, std::time::Instant)], service: &str, rate: f64, burst: f64) -> f64 {
+    let times: Vec<std::time::Instant> = arrivals
+        .iter()
+        .filter(|(label, _)| label.starts_with(&format!("{service}:")))
+        .map(|(_, at)| *at)
+        .collect();
+    let mut worst = 0.0_f64;
+    for (i, first) in times.iter().enumerate() {
+        for (j, last) in times.iter().enumerate().skip(i) {
+            let allowed = burst + rate * last.duration_since(*first).as_secs_f64() + 1.0;
+            worst = worst.max((j - i + 1) as f64 - allowed);
+        }
+    }
+    worst
+}
+
+/// `--max-rate autoscaling=4`: no window of Auto Scaling calls holds more than the bucket allows,
+/// on evacuate and on recover; the same run without it sends the updates all at once (so the check
+/// can fail), and both end exactly evacuated / restored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_18_max_rate_keeps_each_service_to_its_bucket() {
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    let mut spec = estate("web-00");
+    spec.ecs_services.clear();
+    spec.auto_scaling_groups = (0..12).map(|i| group(&format!("web-{i:02}"))).collect();
+    estate::seed(&sdk, &spec).await;
+    let before = live_groups(&sdk).await;
+    let proxy = Proxy::start(&moto.endpoint);
+    let paced = ["--max-rate", "autoscaling=4", "--type", "asg"];
+
+    azevac_at(
+        &proxy.endpoint,
+        &[&["evacuate", "--az-id", ZONE, "--yes"][..], &paced[..]].concat(),
+        &[],
+    )
+    .expect_code(0);
+    let evacuated = proxy.arrivals();
+    assert!(
+        evacuated
+            .iter()
+            .filter(|(l, _)| l == "autoscaling:UpdateAutoScalingGroup")
+            .count()
+            == 12,
+        "{evacuated:?}"
+    );
+    assert!(
+        excess_over_bucket(&evacuated, "autoscaling", 4.0, 4.0) <= 0.0,
+        "evacuate broke the bucket"
+    );
+    assert!(live_groups(&sdk).await.values().all(|subnets| subnets.len() == 1));
+
+    proxy.set(Faults::default());
+    azevac_at(
+        &proxy.endpoint,
+        &[&["recover", "--az-id", ZONE, "--yes"][..], &paced[..]].concat(),
+        &[],
+    )
+    .expect_code(0);
+    assert!(
+        excess_over_bucket(&proxy.arrivals(), "autoscaling", 4.0, 4.0) <= 0.0,
+        "recover broke the bucket"
+    );
+    assert_eq!(common::sorted(&live_groups(&sdk).await), common::sorted(&before));
+
+    proxy.set(Faults::default());
+    azevac_at(
+        &proxy.endpoint,
+        &["evacuate", "--az-id", ZONE, "--yes", "--type", "asg"],
+        &[],
+    )
+    .expect_code(0);
+    assert!(
+        excess_over_bucket(&proxy.arrivals(), "autoscaling", 4.0, 4.0) > 0.0,
+        "unpaced, the 12 updates should arrive faster than 4 per second"
+    );
+}

@@ -59,6 +59,7 @@ impl Context {
             endpoint_url: global.endpoint_url.clone(),
             attempt_timeout: Some(global.attempt_timeout),
             operation_timeout: Some(global.operation_timeout),
+            pacing: crate::pacing::Limits::default().with_overrides(&global.max_rate),
         })
         .await?;
         Ok(Context {

@@ -99,6 +99,8 @@ struct State {
     bodies: Vec<String>,
     /// The SDK's user agent of each call in `calls`.
     user_agents: Vec<String>,
+    /// When each call in `calls` arrived.
+    arrivals: Vec<std::time::Instant>,
     /// Calls being handled now (a parked one included).
     in_flight: usize,
     injected: usize,
@@ -166,6 +168,8 @@ impl Proxy {
         state.faults = faults;
         state.calls.clear();
         state.bodies.clear();
+        state.user_agents.clear();
+        state.arrivals.clear();
         state.injected = 0;
         state.killed = false;
         release_parked(&mut state);
@@ -258,6 +262,12 @@ impl Proxy {
         st.calls.iter().cloned().zip(st.user_agents.iter().cloned()).collect()
     }
 
+    /// The calls seen since the last `set`, as (`service:Action`, when it arrived).
+    pub fn arrivals(&self) -> Vec<(String, std::time::Instant)> {
+        let st = self.state.lock().expect("state");
+        st.calls.iter().cloned().zip(st.arrivals.iter().copied()).collect()
+    }
+
     /// How many faults were injected since the last `set`.
     pub fn injected(&self) -> usize {
         self.state.lock().expect("state").injected
@@ -299,6 +309,7 @@ async fn handle(
     let (decision, latency, held) = {
         let mut st = state.lock().expect("state");
         st.calls.push(label.clone());
+        st.arrivals.push(std::time::Instant::now());
         st.bodies.push(text.clone());
         st.user_agents.push(
             parts

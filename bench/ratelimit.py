@@ -1,0 +1,212 @@
+"""azevac under a control-plane model: latency with a tail, and token-bucket rate limits per service.
+
+A proxy in front of moto (through scripts/moto_server.py) adds a latency drawn per call (log-normal, median
+50 ms, capped at 400 ms) and keeps a token bucket per service and action class; a call that finds its bucket
+empty is answered with that service's own throttling error (EC2 RequestLimitExceeded, Auto Scaling Throttling,
+ECS/DynamoDB ThrottlingException, Lambda TooManyRequestsException) and never reaches moto. It then runs
+evacuate and recover of a mixed estate for each retry mode x pacing variant, and reports wall time against the
+bound (for each service, calls / its sustained rate; the largest), and the throttled answers.
+
+Usage: .venv-moto/bin/python bench/ratelimit.py [--resources 300] [--binary target/release/azevac]
+       [--limit autoscaling=10:20] ...   (SERVICE=RATE:BURST, repeatable; overrides the defaults below)
+"""
+
+import argparse
+import http.client
+import http.server
+import os
+import random
+import re
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import ROOT, TARGET_ID, env_for, free_port, reset, run_measured, seed, start_moto  # noqa: E402
+
+# Sustained rate and burst per (service, action class). EC2's non-mutating bucket (20/s, 100) and Lambda's
+# control-plane quota (15/s; GetFunction has its own 100/s) are published; Auto Scaling, ECS and DynamoDB
+# publish none, so these are settings of the model, printed with the results.
+DEFAULT_LIMITS = {
+    "ec2": (20.0, 100),
+    "lambda": (15.0, 15),
+    "lambda:GetFunction": (100.0, 100),
+    "autoscaling": (10.0, 20),
+    "ecs": (10.0, 20),
+}
+
+
+def throttle_answer(service):
+    """(status, headers, body) of the service's own throttling error."""
+    if service == "ec2":
+        return 503, {"Content-Type": "text/xml"}, (
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response><Errors><Error><Code>RequestLimitExceeded</Code>"
+            "<Message>Request limit exceeded.</Message></Error></Errors><RequestID>bench</RequestID></Response>")
+    if service in ("autoscaling", "rds", "sts", "elasticloadbalancing"):
+        return 400, {"Content-Type": "text/xml"}, (
+            "<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message>"
+            "</Error><RequestId>bench</RequestId></ErrorResponse>")
+    if service == "lambda":
+        return 429, {"Content-Type": "application/json", "x-amzn-ErrorType": "TooManyRequestsException"}, (
+            '{"Type":"User","message":"Rate exceeded","Reason":"CallerRateLimitExceeded"}')
+    if service == "dynamodb":
+        return 400, {"Content-Type": "application/x-amz-json-1.0"}, (
+            '{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate exceeded"}')
+    return 400, {"Content-Type": "application/x-amz-json-1.1"}, '{"__type":"ThrottlingException","message":"Rate exceeded"}'
+
+
+class Bucket:
+    def __init__(self, rate, burst):
+        self.rate, self.burst, self.tokens, self.at = rate, burst, float(burst), time.monotonic()
+
+    def take(self):
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False
+
+
+SCOPE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/aws4_request")
+
+
+def action_of(headers, path, body):
+    target = headers.get("X-Amz-Target")
+    if target:
+        return target.rsplit(".", 1)[-1]
+    m = re.search(r"(?:^|&)Action=([A-Za-z]+)", body.decode(errors="replace"))
+    if m:
+        return m.group(1)
+    if "/functions/" in path and path.rstrip("/").count("/") == 3:
+        return "GetFunction"
+    return "other"
+
+
+class ModelProxy:
+    def __init__(self, upstream_port, limits, seed_value=7):
+        self.lock = threading.Lock()
+        self.buckets = {k: Bucket(*v) for k, v in limits.items()}
+        self.calls, self.throttled = {}, {}
+        self.rng = random.Random(seed_value)
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def forward(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                m = SCOPE.search(self.headers.get("Authorization", ""))
+                service = m.group(1) if m else "unsigned"
+                action = action_of(self.headers, self.path, body)
+                with proxy.lock:
+                    proxy.calls[service] = proxy.calls.get(service, 0) + 1
+                    bucket = proxy.buckets.get(f"{service}:{action}") or proxy.buckets.get(service)
+                    allowed = bucket.take() if bucket else True
+                    if not allowed:
+                        proxy.throttled[service] = proxy.throttled.get(service, 0) + 1
+                    latency = min(0.4, proxy.rng.lognormvariate(-3.0, 0.6))  # median e^-3 = 50 ms
+                time.sleep(latency)
+                if not allowed:
+                    status, headers, text = throttle_answer(service)
+                    data = text.encode()
+                    self.send_response(status)
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=120)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "connection"}
+                conn.request(self.command, self.path, body=body or None, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                self.send_response(resp.status)
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = forward
+
+        self.port = free_port()
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def take(self):
+        with self.lock:
+            calls, throttled = self.calls, self.throttled
+            self.calls, self.throttled = {}, {}
+        return calls, throttled
+
+
+def bound(calls, throttled, limits):
+    """The least wall time the accepted calls could take at the model's sustained rates (the slowest
+    service; a throttled answer takes no token)."""
+    worst = 0.0
+    for service, n in calls.items():
+        if service in limits:
+            rate, burst = limits[service]
+            worst = max(worst, max(0, n - throttled.get(service, 0) - burst) / rate)
+    return worst
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--resources", type=int, default=300, help="60%% ASG, 20%% ECS, 20%% Lambda")
+    parser.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "azevac"))
+    parser.add_argument("--limit", action="append", default=[], help="SERVICE[:Action]=RATE:BURST")
+    args = parser.parse_args()
+    limits = dict(DEFAULT_LIMITS)
+    for spec in args.limit:
+        key, value = spec.split("=", 1)
+        rate, burst = value.split(":")
+        limits[key] = (float(rate), int(burst))
+    # azevac's own pacing matched to the model where it has no default (Auto Scaling, ECS publish none).
+    matched = [f"autoscaling={limits['autoscaling'][0]}", f"ecs={limits['ecs'][0]}"]
+    variants = [
+        ("standard", "defaults (ec2, lambda)", []),
+        ("standard", "matched to the model", matched),
+        ("adaptive", "defaults (ec2, lambda)", []),
+        ("adaptive", "matched to the model", matched),
+        ("standard", "off", ["ec2=unlimited", "lambda=unlimited"]),
+        ("adaptive", "off", ["ec2=unlimited", "lambda=unlimited"]),
+    ]
+    n = args.resources
+    moto, moto_port = start_moto(os.path.join(ROOT, ".venv-moto", "bin", "python"))
+    try:
+        proxy = ModelProxy(moto_port, limits)
+        print("model:", ", ".join(f"{k} {r:g}/s burst {b}" for k, (r, b) in sorted(limits.items())),
+              "; latency log-normal, median 50 ms, capped at 400 ms")
+        print(f"| retry mode | azevac pacing | command | wall s | bound s | wall / bound | calls | throttled | throttled % |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for mode, pacing_name, rates in variants:
+            reset(moto_port)
+            seed(moto_port, n * 6 // 10, n * 2 // 10, n * 2 // 10, tag_for_peer=False)
+            env = dict(env_for(proxy.port), AWS_RETRY_MODE=mode, AWS_MAX_ATTEMPTS="8")
+            if rates:
+                env["AZEVAC_MAX_RATE"] = ",".join(rates)
+            run_measured([args.binary, "init"], env)
+            for command in ("evacuate", "recover"):
+                proxy.take()
+                wall, _ = run_measured([args.binary, command, "--az-id", TARGET_ID, "--type", "asg,ecs,lambda", "--yes"], env)
+                calls, throttled = proxy.take()
+                total, thr = sum(calls.values()), sum(throttled.values())
+                b = bound(calls, throttled, limits)
+                print(f"| {mode} | {pacing_name} | {command} | {wall:.1f} | {b:.1f} | {wall / b if b else float('nan'):.2f} "
+                      f"| {total} | {thr} | {100 * thr / max(total, 1):.1f} |", flush=True)
+    finally:
+        moto.kill()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,306 @@
+//! Client-side pacing: a token bucket per AWS service in front of the HTTP connector, so azevac sends at
+//! most what the control plane's quota allows instead of tripping its throttle and backing off.
+//!
+//! The bucket sits below the SDK's retry loop (every attempt, retries included, takes a token) and
+//! below signing, so the service is read from the SigV4 credential scope of the signed request: that
+//! names the service whatever the endpoint (AWS, a VPC endpoint, an emulator on one port).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient, SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+
+use crate::{Error, Result};
+
+/// A sustained rate and the burst the bucket holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    pub per_second: f64,
+    pub burst: u32,
+}
+
+/// Published control-plane quotas (per account and region) that azevac paces itself to by default:
+/// EC2's non-mutating request bucket (100 tokens, refilled at 20 per second: azevac only reads EC2) and
+/// Lambda's control-plane rate (15 requests per second for all of them but invoke, GetFunction and
+/// GetPolicy). Auto Scaling publishes no number and ECS one per action group; neither is paced unless
+/// the operator sets a rate with `--max-rate` (the SDK's retries handle their throttles).
+pub const DEFAULTS: &[(&str, Rate)] = &[
+    (
+        "ec2",
+        Rate {
+            per_second: 20.0,
+            burst: 100,
+        },
+    ),
+    (
+        "lambda",
+        Rate {
+            per_second: 15.0,
+            burst: 15,
+        },
+    ),
+];
+
+/// The services azevac calls, by SigV4 signing name (what `--max-rate` accepts).
+pub const SERVICES: &[&str] = &[
+    "arc-zonal-shift",
+    "autoscaling",
+    "dynamodb",
+    "ec2",
+    "ecs",
+    "eks",
+    "elasticloadbalancing",
+    "lambda",
+    "rds",
+    "sts",
+];
+
+/// The rate per service: the defaults, then the operator's `--max-rate SERVICE=N` (`unlimited` removes
+/// a default).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits(BTreeMap<String, Rate>);
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits(DEFAULTS.iter().map(|(s, r)| (s.to_string(), *r)).collect())
+    }
+}
+
+impl Limits {
+    /// Apply `--max-rate` values (`SERVICE=N`, N requests per second, or `SERVICE=unlimited`).
+    pub fn with_overrides(mut self, overrides: &[(String, Option<Rate>)]) -> Self {
+        for (service, rate) in overrides {
+            match rate {
+                Some(rate) => self.0.insert(service.clone(), *rate),
+                None => self.0.remove(service),
+            };
+        }
+        self
+    }
+
+    /// What is paced, for `--stats` and the docs.
+    pub fn describe(&self) -> String {
+        if self.0.is_empty() {
+            return "none".into();
+        }
+        let rates: Vec<String> = self
+            .0
+            .iter()
+            .map(|(s, r)| format!("{s} {}/s (burst {})", r.per_second, r.burst))
+            .collect();
+        rates.join(", ")
+    }
+
+    /// Wrap an HTTP client so that every attempt waits for its service's bucket.
+    pub fn wrap(&self, inner: SharedHttpClient) -> SharedHttpClient {
+        let buckets = self
+            .0
+            .iter()
+            .map(|(service, rate)| (service.clone(), Arc::new(RateLimiter::direct(quota(*rate)))))
+            .collect();
+        SharedHttpClient::new(PacedClient {
+            inner,
+            buckets: Arc::new(buckets),
+        })
+    }
+}
+
+fn quota(rate: Rate) -> Quota {
+    let period = Duration::from_secs_f64(1.0 / rate.per_second);
+    let burst = NonZeroU32::new(rate.burst.max(1)).unwrap_or(NonZeroU32::MIN);
+    Quota::with_period(period)
+        .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
+        .allow_burst(burst)
+}
+
+/// Parse one `--max-rate` value: `SERVICE=N` (N requests per second, 0.1 to 10000; the burst is N
+/// rounded up) or `SERVICE=unlimited`.
+pub fn parse_max_rate(value: &str) -> Result<(String, Option<Rate>)> {
+    let bad = |why: &str| {
+        Error::BadInput(format!(
+            "--max-rate {value:?}: {why}; give SERVICE=N (requests per second) or SERVICE=unlimited, SERVICE one of {}",
+            SERVICES.join(", ")
+        ))
+    };
+    let (service, rate) = value.split_once('=').ok_or_else(|| bad("no '='"))?;
+    let service = service.trim().to_ascii_lowercase();
+    if !SERVICES.contains(&service.as_str()) {
+        return Err(bad("unknown service"));
+    }
+    let rate = rate.trim();
+    if rate.eq_ignore_ascii_case("unlimited") {
+        return Ok((service, None));
+    }
+    let per_second: f64 = rate.parse().map_err(|_| bad("the rate is not a number"))?;
+    if !(0.1..=10_000.0).contains(&per_second) {
+        return Err(bad("the rate must be between 0.1 and 10000 per second"));
+    }
+    // In range, so the cast cannot overflow.
+    let burst = per_second.ceil() as u32;
+    Ok((service, Some(Rate { per_second, burst })))
+}
+
+/// The service a signed request is for: the signing name in its SigV4 credential scope
+/// (`Credential=KEY/DATE/REGION/SERVICE/aws4_request`; SigV4a has no region). Unsigned requests
+/// (instance metadata, anonymous calls) have none and are not paced.
+pub fn signing_service(authorization: &str) -> Option<&str> {
+    let scope = authorization.split("Credential=").nth(1)?.split([',', ' ']).next()?;
+    let parts: Vec<&str> = scope.split('/').collect();
+    let end = parts.iter().rposition(|p| *p == "aws4_request")?;
+    end.checked_sub(1)
+        .and_then(|i| parts.get(i))
+        .copied()
+        .filter(|s| !s.is_empty())
+}
+
+type Buckets = BTreeMap<String, Arc<DefaultDirectRateLimiter>>;
+
+struct PacedClient {
+    inner: SharedHttpClient,
+    buckets: Arc<Buckets>,
+}
+
+impl fmt::Debug for PacedClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PacedClient")
+            .field("services", &self.buckets.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl HttpClient for PacedClient {
+    fn http_connector(&self, settings: &HttpConnectorSettings, components: &RuntimeComponents) -> SharedHttpConnector {
+        SharedHttpConnector::new(PacedConnector {
+            inner: self.inner.http_connector(settings, components),
+            buckets: self.buckets.clone(),
+        })
+    }
+
+    fn validate_base_client_config(
+        &self,
+        components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponentsBuilder,
+        cfg: &aws_smithy_types::config_bag::ConfigBag,
+    ) -> std::result::Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        self.inner.validate_base_client_config(components, cfg)
+    }
+
+    fn validate_final_config(
+        &self,
+        components: &RuntimeComponents,
+        cfg: &aws_smithy_types::config_bag::ConfigBag,
+    ) -> std::result::Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        self.inner.validate_final_config(components, cfg)
+    }
+
+    fn connector_metadata(&self) -> Option<aws_smithy_runtime_api::client::connector_metadata::ConnectorMetadata> {
+        self.inner.connector_metadata()
+    }
+}
+
+struct PacedConnector {
+    inner: SharedHttpConnector,
+    buckets: Arc<Buckets>,
+}
+
+impl fmt::Debug for PacedConnector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PacedConnector")
+            .field("services", &self.buckets.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl HttpConnector for PacedConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        let bucket = request
+            .headers()
+            .get("authorization")
+            .and_then(signing_service)
+            .and_then(|service| self.buckets.get(service))
+            .cloned();
+        let inner = self.inner.clone();
+        HttpConnectorFuture::new(async move {
+            if let Some(bucket) = bucket {
+                bucket.until_ready().await;
+            }
+            inner.call(request).await
+        })
+    }
+}
+
+/// The SDK's own default HTTPS client (rustls), the one every client would get without azevac.
+pub fn default_http_client() -> Option<SharedHttpClient> {
+    let plugin =
+        aws_smithy_runtime::client::defaults::default_http_client_plugin_v2(aws_config::BehaviorVersion::latest())?;
+    let builder = aws_smithy_runtime_api::client::runtime_components::RuntimeComponentsBuilder::new("azevac");
+    use aws_smithy_runtime_api::client::runtime_plugin::RuntimePlugin;
+    plugin.runtime_components(&builder).http_client()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_service_comes_from_the_credential_scope() {
+        let v4 = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261201/us-east-1/autoscaling/aws4_request, SignedHeaders=host;x-amz-date, Signature=abc";
+        assert_eq!(signing_service(v4), Some("autoscaling"));
+        let v4a = "AWS4-ECDSA-P256-SHA256 Credential=AKIDEXAMPLE/20261201/lambda/aws4_request, SignedHeaders=host, Signature=abc";
+        assert_eq!(signing_service(v4a), Some("lambda"));
+        assert_eq!(signing_service("Bearer token"), None);
+        assert_eq!(signing_service("AWS4-HMAC-SHA256 Credential=/aws4_request"), None);
+    }
+
+    #[test]
+    fn max_rate_values() {
+        assert_eq!(
+            parse_max_rate("ecs=5").expect("valid"),
+            (
+                "ecs".into(),
+                Some(Rate {
+                    per_second: 5.0,
+                    burst: 5
+                })
+            )
+        );
+        assert_eq!(
+            parse_max_rate("EC2=2.5").expect("valid"),
+            (
+                "ec2".into(),
+                Some(Rate {
+                    per_second: 2.5,
+                    burst: 3
+                })
+            )
+        );
+        assert_eq!(parse_max_rate("lambda=unlimited").expect("valid"), ("lambda".into(), None));
+        for bad in ["ecs", "s3=5", "ecs=0", "ecs=-1", "ecs=fast", "ecs=NaN", "ecs=inf", "=5"] {
+            let err = parse_max_rate(bad).expect_err("invalid").to_string();
+            assert!(err.contains("SERVICE=N") && !err.contains('\n'), "{bad}: {err}");
+        }
+        let limits = Limits::default().with_overrides(&[
+            ("lambda".into(), None),
+            (
+                "ecs".into(),
+                Some(Rate {
+                    per_second: 5.0,
+                    burst: 5,
+                }),
+            ),
+        ]);
+        assert_eq!(limits.describe(), "ec2 20/s (burst 100), ecs 5/s (burst 5)");
+    }
+
+    #[test]
+    fn the_sdk_default_client_is_there_to_wrap() {
+        assert!(default_http_client().is_some());
+    }
+}
