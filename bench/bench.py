@@ -37,6 +37,23 @@ def free_port():
         return s.getsockname()[1]
 
 
+def relay(handler, upstream_port, body):
+    """Forward the request `handler` is serving to moto and write moto's answer back."""
+    conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=120)
+    headers = {k: v for k, v in handler.headers.items() if k.lower() != "connection"}
+    conn.request(handler.command, handler.path, body=body, headers=headers)
+    resp = conn.getresponse()
+    data = resp.read()
+    handler.send_response(resp.status)
+    for k, v in resp.getheaders():
+        if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+            handler.send_header(k, v)
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+    conn.close()
+
+
 class Proxy:
     """Forwards to moto, counting requests and adding a fixed latency to each."""
 
@@ -58,19 +75,7 @@ class Proxy:
                     proxy.calls += 1
                 if latency:
                     time.sleep(latency)
-                conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=120)
-                headers = {k: v for k, v in self.headers.items() if k.lower() != "connection"}
-                conn.request(self.command, self.path, body=body, headers=headers)
-                resp = conn.getresponse()
-                data = resp.read()
-                self.send_response(resp.status)
-                for k, v in resp.getheaders():
-                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
-                        self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-                conn.close()
+                relay(self, upstream_port, body)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = forward
 

@@ -12,7 +12,6 @@ Usage: .venv-moto/bin/python bench/ratelimit.py [--resources 300] [--binary targ
 """
 
 import argparse
-import http.client
 import http.server
 import os
 import random
@@ -22,7 +21,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import ROOT, TARGET_ID, env_for, free_port, reset, run_measured, seed, start_moto  # noqa: E402
+from bench import ROOT, TARGET_ID, env_for, free_port, relay, reset, run_measured, seed, start_moto  # noqa: E402
 
 # Sustained rate and burst per (service, action class). EC2's non-mutating bucket (20/s, 100) and Lambda's
 # control-plane quota (15/s; GetFunction has its own 100/s) are published; Auto Scaling, ECS and DynamoDB
@@ -122,19 +121,7 @@ class ModelProxy:
                     self.end_headers()
                     self.wfile.write(data)
                     return
-                conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=120)
-                headers = {k: v for k, v in self.headers.items() if k.lower() != "connection"}
-                conn.request(self.command, self.path, body=body or None, headers=headers)
-                resp = conn.getresponse()
-                data = resp.read()
-                self.send_response(resp.status)
-                for k, v in resp.getheaders():
-                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
-                        self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-                conn.close()
+                relay(self, upstream_port, body or None)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = forward
 
