@@ -269,6 +269,48 @@ pub fn print_shifts(shifts: &[(String, crate::plugins::zonal_shift::Active, bool
     println!("{} active", shifts.len());
 }
 
+/// `azevac doctor`'s checklist: one line per check with the fix for each warning and failure, and
+/// a summary; or one JSON document (`checks`, `summary`).
+pub fn print_checks(checks: &[crate::check::Check], output: Output) {
+    use crate::check::Verdict;
+    let count = |v: Verdict| checks.iter().filter(|c| c.verdict == v).count();
+    let (ok, warn, fail, skip) = (
+        count(Verdict::Ok),
+        count(Verdict::Warn),
+        count(Verdict::Fail),
+        count(Verdict::Skip),
+    );
+    if output == Output::Json {
+        let document = serde_json::json!({
+            "checks": checks,
+            "summary": { "ok": ok, "warn": warn, "fail": fail, "skip": skip },
+        });
+        println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
+        return;
+    }
+    let mut table = Table::new();
+    table
+        .load_style(NOTHING)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(["RESULT", "CHECK", "FOUND", "FIX"]);
+    for c in checks {
+        table.add_row(
+            [
+                c.verdict.word().to_owned(),
+                c.name.clone(),
+                c.detail.clone(),
+                c.fix.clone().unwrap_or_default(),
+            ]
+            .map(|cell| clean(&cell)),
+        );
+    }
+    println!("{}", table.trim_fmt());
+    println!("{ok} ok, {warn} warnings, {fail} failed, {skip} not checked");
+    if fail > 0 {
+        println!("fix the FAIL lines before an incident: azevac would fail there");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
