@@ -129,7 +129,10 @@ impl Check {
             ),
             Error::Unsupported { status, .. } => Check::warn(
                 name,
-                format!("{action}: the endpoint does not serve this API (HTTP {status} with no AWS error)"),
+                format!(
+                    "{action}: the endpoint does not serve this API (HTTP {status} with no AWS error), \
+                     so runs through it cannot use this type"
+                ),
                 "nothing to do on an emulator; against AWS, check --region / --endpoint-url",
             ),
             Error::Unreachable { .. } => Check::fail(

@@ -288,23 +288,15 @@ pub fn print_checks(checks: &[crate::check::Check], output: Output) {
         println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
         return;
     }
-    let mut table = Table::new();
-    table
-        .load_style(NOTHING)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(["RESULT", "CHECK", "FOUND", "FIX"]);
+    // A checklist, not a table: the fix goes under what it fixes, so no column grows wide.
+    let width = checks.iter().map(|c| c.name.chars().count()).max().unwrap_or_default();
     for c in checks {
-        table.add_row(
-            [
-                c.verdict.word().to_owned(),
-                c.name.clone(),
-                c.detail.clone(),
-                c.fix.clone().unwrap_or_default(),
-            ]
-            .map(|cell| clean(&cell)),
-        );
+        let name = clean(&c.name);
+        println!("{:<4}  {name:<width$}  {}", c.verdict.word(), clean(&c.detail));
+        if let Some(fix) = c.fix.as_deref().filter(|_| c.verdict != Verdict::Ok) {
+            println!("{:<4}  {:<width$}  fix: {}", "", "", clean(fix));
+        }
     }
-    println!("{}", table.trim_fmt());
     println!("{ok} ok, {warn} warnings, {fail} failed, {skip} not checked");
     if fail > 0 {
         println!("fix the FAIL lines before an incident: azevac would fail there");

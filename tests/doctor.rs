@@ -25,6 +25,13 @@ fn checks(run: &Run) -> Vec<(String, String, String, String)> {
         .collect()
 }
 
+/// The one check named `name`.
+fn the<'a>(checks: &'a [(String, String, String, String)], name: &str) -> &'a (String, String, String, String) {
+    let named: Vec<_> = checks.iter().filter(|c| c.0 == name).collect();
+    assert_eq!(named.len(), 1, "one check named {name}: {checks:#?}");
+    named[0]
+}
+
 fn verdict_of(checks: &[(String, String, String, String)], name: &str) -> Vec<String> {
     checks.iter().filter(|c| c.0 == name).map(|c| c.1.clone()).collect()
 }
@@ -136,6 +143,56 @@ async fn doctor_names_a_missing_journal_and_creates_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_refuses_a_foreign_table_and_warns_about_an_unprotected_journal() {
+    use aws_sdk_dynamodb::types::{AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType};
+    let moto = Moto::start();
+    let dynamodb = aws_sdk_dynamodb::Client::new(&common::sdk(&moto).await);
+    dynamodb
+        .create_table()
+        .table_name("someone-elses")
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name("id")
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .expect("attribute"),
+        )
+        .key_schema(
+            KeySchemaElement::builder()
+                .attribute_name("id")
+                .key_type(KeyType::Hash)
+                .build()
+                .expect("key"),
+        )
+        .send()
+        .await
+        .expect("CreateTable");
+    let run = azevac(&moto, &["doctor", "--table", "someone-elses", "--output", "json"]).expect_code(1);
+    let found = checks(&run);
+    let journal = the(&found, "journal table");
+    assert_eq!(journal.1, "fail");
+    assert!(journal.2.contains("is not an azevac journal"), "{found:#?}");
+    assert!(journal.3.contains("--table"), "{found:#?}");
+
+    // A journal without deletion protection works, but one `DeleteTable` would lose every record.
+    azevac(&moto, &["init"]).expect_code(0);
+    dynamodb
+        .update_table()
+        .table_name(common::TABLE)
+        .deletion_protection_enabled(false)
+        .send()
+        .await
+        .expect("UpdateTable");
+    let run = azevac(&moto, &["doctor", "--output", "json"]).expect_code(0);
+    let found = checks(&run);
+    let journal = the(&found, "journal table");
+    assert_eq!(journal.1, "warn");
+    assert!(journal.2.contains("no deletion protection"), "{found:#?}");
+    assert!(journal.3.contains("azevac init"), "{found:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn doctor_names_a_denied_permission_and_checks_the_rest() {
     let moto = Moto::start();
     demo_estate(&moto).await;
@@ -210,16 +267,14 @@ async fn doctor_checks_each_kube_context() {
     let run = azevac(&moto, &args).expect_code(1);
     let found = checks(&run);
     assert_eq!(verdict_of(&found, "eks prod"), ["ok"], "{found:#?}");
-    let unreachable: Vec<_> = found.iter().filter(|c| c.0 == "eks gone").collect();
-    assert_eq!(unreachable.len(), 1, "{found:#?}");
-    assert_eq!(unreachable[0].1, "fail");
-    assert!(unreachable[0].2.contains("cannot reach the API server"), "{found:#?}");
-    assert!(unreachable[0].3.contains("kubectl --context"), "{found:#?}");
+    let unreachable = the(&found, "eks gone");
+    assert_eq!(unreachable.1, "fail");
+    assert!(unreachable.2.contains("cannot reach the API server"), "{found:#?}");
+    assert!(unreachable.3.contains("kubectl --context"), "{found:#?}");
     // NodePools the caller may not read: the RBAC to grant.
-    let forbidden: Vec<_> = found.iter().filter(|c| c.0 == "karpenter prod").collect();
-    assert_eq!(forbidden.len(), 1, "{found:#?}");
-    assert_eq!(forbidden[0].1, "fail");
-    assert!(forbidden[0].3.contains("nodepools.karpenter.sh"), "{found:#?}");
+    let forbidden = the(&found, "karpenter prod");
+    assert_eq!(forbidden.1, "fail");
+    assert!(forbidden.3.contains("nodepools.karpenter.sh"), "{found:#?}");
     assert!(
         kube.requests().iter().all(|r| r.starts_with("GET ")),
         "doctor only reads the cluster: {:?}",
