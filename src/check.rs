@@ -115,16 +115,23 @@ impl Check {
     /// endpoint that does not serve the API at all (an emulator without the service) → WARN;
     /// unreachable and anything else → FAIL.
     pub fn failed_call(name: &str, action: &str, err: &Error) -> Check {
-        let said = describe(err);
+        // One line: the SDK's messages may span several.
+        let said = describe(err).split_whitespace().collect::<Vec<_>>().join(" ");
         match err {
             Error::AccessDenied { .. } => Check::fail(
                 name,
                 format!("{action}: access denied"),
                 format!("allow {action} for the caller (fixtures/iam-policy.json lists every action azevac needs)"),
             ),
-            Error::NoCredentials { .. } => Check::fail(
+            Error::NoCredentials { source, .. } => Check::fail(
                 name,
-                format!("{action}: {said}"),
+                format!(
+                    "{action}: no usable credentials ({})",
+                    describe(source.as_ref())
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
                 "set AWS_PROFILE (and `aws sso login`), or export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
             ),
             Error::Unsupported { status, .. } => Check::warn(

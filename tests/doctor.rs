@@ -140,6 +140,27 @@ async fn doctor_names_a_missing_journal_and_creates_nothing() {
     let found = checks(&run);
     assert_eq!(verdict_of(&found, "journal table"), ["fail"], "{found:#?}");
     assert_eq!(run.json()["summary"]["fail"], Value::from(1), "{found:#?}");
+
+    // No credentials at all: one line says so and what to set; nothing else is tried.
+    let none = [
+        ("AWS_ACCESS_KEY_ID", None),
+        ("AWS_SECRET_ACCESS_KEY", None),
+        ("AWS_SESSION_TOKEN", None),
+        ("AWS_WEB_IDENTITY_TOKEN_FILE", None),
+        ("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", None),
+        ("AWS_CONTAINER_CREDENTIALS_FULL_URI", None),
+        ("AWS_EC2_METADATA_DISABLED", Some("true")),
+        ("AWS_CONFIG_FILE", Some("/nonexistent")),
+        ("AWS_SHARED_CREDENTIALS_FILE", Some("/nonexistent")),
+    ];
+    let run = azevac_at(&proxy.endpoint, &["doctor", "--output", "json"], &none).expect_code(1);
+    let found = checks(&run);
+    let credentials = the(&found, "credentials");
+    assert_eq!(credentials.1, "fail");
+    assert!(credentials.2.contains("no usable credentials"), "{found:#?}");
+    assert!(credentials.3.contains("AWS_PROFILE"), "{found:#?}");
+    assert_eq!(verdict_of(&found, "everything else"), ["skip"], "{found:#?}");
+    assert_eq!(found.len(), 3, "region, credentials, the rest not checked: {found:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
