@@ -86,6 +86,7 @@ impl Command {
             Command::Shift(Shift::Start(args)) => Some(&args.az_id),
             Command::Shift(Shift::List(args)) => args.az_id.as_deref(),
             Command::Shift(Shift::Cancel(args)) => args.az_id.as_deref(),
+            Command::Doctor(args) => args.az_id.as_deref(),
             _ => None,
         }
     }
@@ -108,6 +109,9 @@ pub enum Command {
     /// ARC zonal shifts on their own: start them away from a zone, list them, cancel azevac's.
     #[command(subcommand)]
     Shift(Shift),
+    /// Check, read-only, what an incident needs: credentials, region, the journal table, each type's
+    /// read permissions, kube contexts, ARC; a checklist with a fix per failure (exit 1 on a failure).
+    Doctor(Doctor),
     /// Print a shell completion script (e.g. `azevac completions bash > /etc/bash_completion.d/azevac`).
     Completions {
         /// The shell.
@@ -422,6 +426,17 @@ pub struct Status {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub types: Types,
+}
+
+/// `azevac doctor`.
+#[derive(Debug, Args)]
+pub struct Doctor {
+    /// Also check that this AZ ID is one of the region's, e.g. use1-az2.
+    #[arg(long, value_name = "AZ_ID")]
+    pub az_id: Option<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub kube: KubeAccess,
 }
 
 fn parse_tag(text: &str) -> Result<(String, String), String> {

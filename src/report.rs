@@ -269,6 +269,40 @@ pub fn print_shifts(shifts: &[(String, crate::plugins::zonal_shift::Active, bool
     println!("{} active", shifts.len());
 }
 
+/// `azevac doctor`'s checklist: one line per check with the fix for each warning and failure, and
+/// a summary; or one JSON document (`checks`, `summary`).
+pub fn print_checks(checks: &[crate::check::Check], output: Output) {
+    use crate::check::Verdict;
+    let count = |v: Verdict| checks.iter().filter(|c| c.verdict == v).count();
+    let (ok, warn, fail, skip) = (
+        count(Verdict::Ok),
+        count(Verdict::Warn),
+        count(Verdict::Fail),
+        count(Verdict::Skip),
+    );
+    if output == Output::Json {
+        let document = serde_json::json!({
+            "checks": checks,
+            "summary": { "ok": ok, "warn": warn, "fail": fail, "skip": skip },
+        });
+        println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
+        return;
+    }
+    // A checklist, not a table: the fix goes under what it fixes, so no column grows wide.
+    let width = checks.iter().map(|c| c.name.chars().count()).max().unwrap_or_default();
+    for c in checks {
+        let name = clean(&c.name);
+        println!("{:<4}  {name:<width$}  {}", c.verdict.word(), clean(&c.detail));
+        if let Some(fix) = c.fix.as_deref().filter(|_| c.verdict != Verdict::Ok) {
+            println!("{:<4}  {:<width$}  fix: {}", "", "", clean(fix));
+        }
+    }
+    println!("{ok} ok, {warn} warnings, {fail} failed, {skip} not checked");
+    if fail > 0 {
+        println!("fix the FAIL lines before an incident: azevac would fail there");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

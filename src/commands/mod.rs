@@ -14,6 +14,7 @@ use crate::model::{Command, Plan, Request, Status};
 use crate::{Error, Result};
 
 pub mod apply;
+pub mod doctor;
 pub mod evacuate;
 pub mod init;
 pub mod recover;
@@ -255,6 +256,7 @@ pub async fn run(cli: &cli::Cli) -> Result<i32> {
         cli::Command::Apply(args) => apply::run(&ctx, args).await,
         cli::Command::Shift(command) => shift::run(&ctx, command).await,
         cli::Command::Status(args) => status::run(&ctx, args).await,
+        cli::Command::Doctor(args) => doctor::run(&ctx, args).await,
         cli::Command::Completions { .. } | cli::Command::Man => Ok(EXIT_OK),
     }
 }

@@ -270,6 +270,17 @@ impl SubnetService for AutoScaling {
             tokio::time::sleep(POLL).await;
         }
     }
+
+    async fn probe(&self) -> Vec<super::Check> {
+        let groups = self.client.describe_auto_scaling_groups().max_records(1).send().await;
+        // The cross-zone check reads the groups' load balancers.
+        let elb = crate::client!(aws_sdk_elasticloadbalancingv2, &self.sdk);
+        let balancers = elb.describe_load_balancers().page_size(1).send().await;
+        vec![
+            super::Check::answered(TYPE, "autoscaling:DescribeAutoScalingGroups", groups),
+            super::Check::answered(TYPE, "elasticloadbalancing:DescribeLoadBalancers", balancers),
+        ]
+    }
 }
 
 impl AutoScaling {

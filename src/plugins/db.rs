@@ -476,6 +476,12 @@ impl Plugin for Databases {
         }
         self.fail_over(line).await
     }
+
+    async fn probe(&self) -> Vec<super::Check> {
+        // 20 is the least a page of DescribeDBClusters may ask for.
+        let listed = self.rds.client.describe_db_clusters().max_records(20).send().await;
+        vec![super::Check::answered(TYPE, "rds:DescribeDBClusters", listed)]
+    }
 }
 
 impl Databases {

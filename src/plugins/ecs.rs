@@ -227,6 +227,11 @@ impl SubnetService for Ecs {
         }
         Ok(unsettled)
     }
+
+    async fn probe(&self) -> Vec<super::Check> {
+        let clusters = self.client.list_clusters().max_results(1).send().await;
+        vec![super::Check::answered(TYPE, "ecs:ListClusters", clusters)]
+    }
 }
 
 fn to_resource(cluster: &str, service: &Service) -> Resource {

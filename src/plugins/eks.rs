@@ -582,6 +582,27 @@ impl Plugin for Nodes {
             .await?;
         Ok(Acted::default())
     }
+
+    async fn probe(&self) -> Vec<super::Check> {
+        if self.clusters.is_empty() {
+            return vec![no_context(TYPE, "Kubernetes nodes")];
+        }
+        let mut checks = Vec::new();
+        for cluster in self.clusters.values() {
+            let api: Api<Node> = Api::all(cluster.client());
+            let listed = api
+                .list(&ListParams::default().limit(1))
+                .await
+                .map(|_| "answered".to_owned());
+            checks.push(kube_check(
+                &format!("{TYPE} {}", short(&cluster.name)),
+                "list nodes",
+                listed,
+                "grant get, list, patch on nodes (fixtures/clusterrole.json)",
+            ));
+        }
+        checks
+    }
 }
 
 /// DaemonSet pods come back at once and mirror pods cannot be evicted; finished pods need nothing.
@@ -628,6 +649,44 @@ pub fn cluster_of(resource: &str) -> &str {
 /// The node name of a journal `resource` (`CLUSTER/NODE`).
 pub fn node_of(resource: &str) -> &str {
     resource.rsplit('/').next().unwrap_or(resource)
+}
+
+/// `doctor`'s line for a Kubernetes type run without `--kube-context`: nothing to check.
+pub(crate) fn no_context(resource_type: &str, what: &str) -> super::Check {
+    super::Check::skip(
+        resource_type,
+        format!("no --kube-context: {what} not checked (and left out of runs without one)"),
+        "pass --kube-context CONTEXT (repeatable) for each cluster azevac should act on",
+    )
+}
+
+/// `doctor`'s line for one Kubernetes read `what` on one cluster: OK, denied (FAIL with the RBAC
+/// to grant), or unreachable / anything else (FAIL: the context cannot be used in an incident).
+pub(crate) fn kube_check(
+    name: &str,
+    what: &str,
+    result: std::result::Result<String, kube::Error>,
+    grant: &str,
+) -> super::Check {
+    match result {
+        Ok(found) => super::Check::ok(name, format!("{what}: {found} (read permission only)")),
+        Err(kube::Error::Api(status)) if status.code == 401 || status.code == 403 => super::Check::fail(
+            name,
+            format!("{what}: {} {}", status.code, status.message),
+            format!("{grant}, bound to the caller's IAM principal"),
+        ),
+        Err(kube::Error::Api(status)) => super::Check::fail(
+            name,
+            format!("{what}: {} {}", status.code, status.message),
+            "check the kube context's cluster (`kubectl --context CONTEXT get nodes`)",
+        ),
+        Err(e) => super::Check::fail(
+            name,
+            format!("{what}: cannot reach the API server: {}", crate::error::describe(&e)),
+            "check the context's server and credentials: `aws eks update-kubeconfig --name CLUSTER`, \
+             the network path to the API endpoint, then `kubectl --context CONTEXT get nodes`",
+        ),
+    }
 }
 
 #[cfg(test)]

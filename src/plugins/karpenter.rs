@@ -802,6 +802,31 @@ impl Plugin for NodePools {
             Err(e) => Err(e),
         }
     }
+
+    async fn probe(&self) -> Vec<super::Check> {
+        if self.clusters.is_empty() {
+            return vec![eks::no_context(TYPE, "Karpenter NodePools")];
+        }
+        let mut checks = Vec::new();
+        for cluster in self.clusters.values() {
+            let name = format!("{TYPE} {}", eks::short(&cluster.name));
+            let listed = pools_api(cluster).list(&ListParams::default().limit(1)).await;
+            let check = match listed {
+                Err(kube::Error::Api(status)) if status.code == 404 => super::Check::ok(
+                    name,
+                    "list nodepools: no NodePool CRD, so no Karpenter NodePools to act on",
+                ),
+                other => eks::kube_check(
+                    &name,
+                    "list nodepools",
+                    other.map(|_| "answered".to_owned()),
+                    "grant get, list, patch on nodepools.karpenter.sh (fixtures/clusterrole.json)",
+                ),
+            };
+            checks.push(check);
+        }
+        checks
+    }
 }
 
 fn is_not_found(err: &(dyn std::error::Error + 'static)) -> bool {

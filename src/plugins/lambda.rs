@@ -233,6 +233,11 @@ impl SubnetService for Lambda {
         }
         Ok(())
     }
+
+    async fn probe(&self) -> Vec<super::Check> {
+        let functions = self.client.list_functions().max_items(1).send().await;
+        vec![super::Check::answered(TYPE, "lambda:ListFunctions", functions)]
+    }
 }
 
 fn to_resource(function: FunctionConfiguration) -> Resource {

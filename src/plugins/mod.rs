@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use aws_config::SdkConfig;
 use futures::future::BoxFuture;
 
+pub use crate::check::Check;
 use crate::journal::Held;
 pub use crate::model::Resource;
 use crate::model::{Command, Item, Plan, Record, Request};
@@ -224,6 +225,16 @@ pub trait Plugin: Send + Sync {
     async fn settle(&self, _lines: &[&Item], _timeout: Duration) -> Result<Vec<(String, String)>> {
         Ok(Vec::new())
     }
+
+    /// `azevac doctor`: one cheap read per service this type calls (a page of one), proving the
+    /// read permission and that the endpoint serves it; never a change. Default: nothing checked.
+    async fn probe(&self) -> Vec<Check> {
+        vec![Check::skip(
+            self.resource_type(),
+            "this type defines no read check",
+            "nothing to do",
+        )]
+    }
 }
 
 /// A subnet-placed resource type: how to list its resources with their subnets, read some back, and
@@ -269,6 +280,15 @@ pub trait SubnetService: Send + Sync {
     /// Wait until the changed resources have settled (`--wait`), at most `timeout`.
     async fn settle(&self, _resources: &[Resource], _timeout: Duration) -> Result<Vec<(String, String)>> {
         Ok(Vec::new())
+    }
+
+    /// `azevac doctor`: one cheap read per service this type calls (see [`Plugin::probe`]).
+    async fn probe(&self) -> Vec<Check> {
+        vec![Check::skip(
+            self.resource_type(),
+            "this type defines no read check",
+            "nothing to do",
+        )]
     }
 }
 

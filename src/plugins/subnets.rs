@@ -301,6 +301,10 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
         }
         self.service.settle(&changed, timeout).await
     }
+
+    async fn probe(&self) -> Vec<super::Check> {
+        self.service.probe().await
+    }
 }
 
 impl<S: SubnetService> Subnets<S> {

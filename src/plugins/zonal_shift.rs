@@ -348,6 +348,16 @@ impl Plugin for ZonalShifts {
             }
         }
     }
+
+    /// ARC is optional (`--zonal-shift`): an endpoint without it (an emulator) is a warning.
+    async fn probe(&self) -> Vec<super::Check> {
+        let listed = self.shifts.client.list_managed_resources().max_results(1).send().await;
+        vec![super::Check::answered(
+            TYPE,
+            "arc-zonal-shift:ListManagedResources",
+            listed,
+        )]
+    }
 }
 
 /// Every active shift (optionally away from one zone), with whether azevac's journal holds it.

@@ -1,0 +1,210 @@
+//! `azevac doctor`: before an incident, one read-only pass over what a run needs — the region, the
+//! credentials and caller, the zones, the journal table (there, a journal, protected), and each
+//! type's read permissions through the plugin registry — printed as a checklist with the fix for
+//! each failure. Nothing is created or changed: a read proves read permission only.
+
+use aws_config::retry::RetryConfig;
+
+use super::{Context, EXIT_FAILED, EXIT_OK};
+use crate::check::{self, Check};
+use crate::cli;
+use crate::error::describe;
+use crate::journal::Journal;
+use crate::model::Request;
+use crate::plugins::{Setup, REGISTRY};
+use crate::topology::Zones;
+use crate::{Error, Result};
+
+/// Attempts per call: a check that fails says so within seconds, instead of after a run's patient
+/// retries (an emulator answers a service it lacks with a 500, which a run would retry 8 times).
+const ATTEMPTS: u32 = 2;
+
+/// Run `azevac doctor`; returns the exit code (1 when any check failed).
+pub async fn run(ctx: &Context, args: &cli::Doctor) -> Result<i32> {
+    let sdk = ctx
+        .sdk
+        .to_builder()
+        .retry_config(RetryConfig::standard().with_max_attempts(ATTEMPTS))
+        .build();
+    let ctx = &Context {
+        journal: Journal::new(&sdk, ctx.journal.table()),
+        sdk,
+        region: ctx.region.clone(),
+        ..*ctx
+    };
+    let mut checks = vec![Check::ok(
+        "region",
+        match ctx.sdk.endpoint_url() {
+            Some(url) => format!("{} (endpoint {url})", ctx.region),
+            None => ctx.region.clone(),
+        },
+    )];
+    let (caller, no_credentials) = caller(ctx).await;
+    checks.push(caller);
+    if no_credentials {
+        // Every other call would fail the same way: one line says it, the rest are not tried.
+        checks.push(Check::skip(
+            "everything else",
+            "not checked: no usable credentials",
+            "fix the credentials, then run `azevac doctor` again",
+        ));
+    } else {
+        checks.extend(zones(ctx, args.az_id.as_deref()).await);
+        checks.push(subnets(ctx).await);
+        checks.extend(journal(ctx).await);
+        checks.extend(types(ctx, args).await);
+    }
+    crate::report::print_checks(&checks, ctx.output);
+    Ok(if check::any_failed(&checks) {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    })
+}
+
+/// Who azevac runs as: the caller the journal will record; true when there are no usable credentials.
+async fn caller(ctx: &Context) -> (Check, bool) {
+    const ACTION: &str = "sts:GetCallerIdentity";
+    match crate::client!(aws_sdk_sts, &ctx.sdk).get_caller_identity().send().await {
+        Ok(out) => (
+            Check::ok(
+                "credentials",
+                format!(
+                    "caller {} (account {})",
+                    out.arn().unwrap_or("unknown"),
+                    out.account().unwrap_or("unknown")
+                ),
+            ),
+            false,
+        ),
+        Err(e) => {
+            let err = Error::from_sdk(ACTION, e);
+            match err {
+                Error::NoCredentials { .. } => (Check::failed_call("credentials", ACTION, &err), true),
+                _ => (Check::failed_call("credentials", ACTION, &err), false),
+            }
+        }
+    }
+}
+
+/// The region's zones (every command's first call), and `--az-id` among them.
+async fn zones(ctx: &Context, az_id: Option<&str>) -> Vec<Check> {
+    const ACTION: &str = "ec2:DescribeAvailabilityZones";
+    let zones = match Zones::load(&crate::client!(aws_sdk_ec2, &ctx.sdk), &ctx.region).await {
+        Ok(zones) => zones,
+        Err(e @ Error::WrongRegion { .. }) => {
+            return vec![Check::fail(
+                "zones",
+                format!("{ACTION}: {}", describe(&e)),
+                "check --region / AWS_REGION and --endpoint-url",
+            )]
+        }
+        Err(e @ Error::BadInput(_)) => return vec![Check::fail("zones", describe(&e), "check --region / AWS_REGION")],
+        Err(e) => return vec![Check::failed_call("zones", ACTION, &e)],
+    };
+    let listed: Vec<String> = zones.all().iter().map(|z| format!("{} ({})", z.id, z.name)).collect();
+    let mut checks = vec![Check::ok(
+        "zones",
+        format!("{ACTION}: {} zones: {}", listed.len(), listed.join(", ")),
+    )];
+    if let Some(az_id) = az_id {
+        checks.push(match zones.resolve(az_id) {
+            Ok(zone) => Check::ok("az-id", format!("{} is {} in {}", zone.id, zone.name, ctx.region)),
+            Err(e) => Check::fail(
+                "az-id",
+                describe(&e),
+                "pass an AZ ID of this region (the zones line lists them), or the --region it is in",
+            ),
+        });
+    }
+    checks
+}
+
+/// Subnets: how the subnet-placed types find a zone's subnets.
+async fn subnets(ctx: &Context) -> Check {
+    const ACTION: &str = "ec2:DescribeSubnets";
+    let sent = crate::client!(aws_sdk_ec2, &ctx.sdk)
+        .describe_subnets()
+        .max_results(5)
+        .send()
+        .await;
+    Check::answered("subnets", ACTION, sent)
+}
+
+/// The journal: there, a journal (not someone else's table), protected, and readable.
+async fn journal(ctx: &Context) -> Vec<Check> {
+    const NAME: &str = "journal table";
+    let table = ctx.journal.table();
+    let init = format!("run `azevac init --table {table}` (in {})", ctx.region);
+    match ctx.journal.check_schema().await {
+        Ok(()) => {}
+        Err(Error::TableMissing { .. }) => {
+            return vec![Check::fail(
+                NAME,
+                format!("journal table {table} does not exist in {}", ctx.region),
+                format!("{init}, or pass the --table and --region it was created with"),
+            )]
+        }
+        Err(e @ Error::BadInput(_)) => {
+            return vec![Check::fail(
+                NAME,
+                describe(&e),
+                "pass --table with the journal's name (or a new one, then `azevac init`)",
+            )]
+        }
+        Err(e) => return vec![Check::failed_call(NAME, "dynamodb:DescribeTable", &e)],
+    }
+    let mut checks = vec![match ctx.journal.protection().await {
+        Ok(protection) => match protection.warning(table) {
+            Some(warning) => Check::warn(NAME, warning, init.clone()),
+            None if protection.point_in_time_recovery.is_none() => Check::warn(
+                NAME,
+                format!("{table} is a journal with deletion protection; point-in-time recovery could not be read"),
+                "allow dynamodb:DescribeContinuousBackups for the caller (fixtures/iam-policy.json)",
+            ),
+            None => Check::ok(
+                NAME,
+                format!("{table} is a journal, with deletion protection and point-in-time recovery"),
+            ),
+        },
+        Err(e) => Check::failed_call(NAME, "dynamodb:DescribeTable", &e),
+    }];
+    // Reading the locks is a Query like every command's first journal read; writes cannot be
+    // proven without writing, and doctor writes nothing.
+    let read = ctx
+        .journal
+        .locks()
+        .await
+        .map(|locks| format!("answered ({} locks)", locks.len()));
+    checks.push(Check::read("journal read", "dynamodb:Query", read));
+    checks
+}
+
+/// Each registered type's own read checks (its plugin built as a run would build it).
+async fn types(ctx: &Context, args: &cli::Doctor) -> Vec<Check> {
+    let setup = Setup {
+        sdk: ctx.sdk.clone(),
+        request: Request {
+            kube_contexts: args.kube.contexts.clone(),
+            ..Request::default()
+        },
+        kubeconfig: args.kube.kubeconfig.clone(),
+    };
+    let mut checks = Vec::new();
+    for registration in REGISTRY {
+        match (registration.build)(&setup).await {
+            Ok(Some(plugin)) => checks.extend(plugin.probe().await),
+            Ok(None) => checks.push(Check::skip(
+                registration.name,
+                "does not apply with these flags",
+                "nothing to do",
+            )),
+            Err(e) => checks.push(Check::fail(
+                registration.name,
+                describe(&e),
+                "check --kube-context and --kubeconfig (`kubectl config get-contexts`)",
+            )),
+        }
+    }
+    checks
+}
