@@ -281,7 +281,10 @@ mod tests {
                 })
             )
         );
-        assert_eq!(parse_max_rate("lambda=unlimited").expect("valid"), ("lambda".into(), None));
+        assert_eq!(
+            parse_max_rate("lambda=unlimited").expect("valid"),
+            ("lambda".into(), None)
+        );
         for bad in ["ecs", "s3=5", "ecs=0", "ecs=-1", "ecs=fast", "ecs=NaN", "ecs=inf", "=5"] {
             let err = parse_max_rate(bad).expect_err("invalid").to_string();
             assert!(err.contains("SERVICE=N") && !err.contains('\n'), "{bad}: {err}");

@@ -65,6 +65,12 @@ fn word() -> impl Strategy<Value = String> {
         "--cluster",
         "--kube-context",
         "--reason",
+        "--max-rate",
+        "ecs=10",
+        "lambda=unlimited",
+        "ec2=0",
+        "s3=5",
+        "doctor",
     ];
     prop_oneof![
         3 => proptest::sample::select(words.to_vec()).prop_map(str::to_owned),
@@ -79,6 +85,20 @@ proptest! {
     fn expires_in_never_panics(text in any::<String>()) {
         if parse_expires_in(&text).is_ok() {
             prop_assert!(text.ends_with('m') || text.ends_with('h'), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn max_rates_parse_or_say_why_in_one_line(service in "[a-zA-Z0-9-]{0,20}", rate in any::<String>(), raw in any::<String>()) {
+        for text in [format!("{service}={rate}"), raw] {
+            match azevac::pacing::parse_max_rate(&text) {
+                Ok((name, Some(r))) => prop_assert!(
+                    azevac::pacing::SERVICES.contains(&name.as_str()) && r.per_second >= 0.1 && r.per_second <= 10_000.0 && r.burst >= 1,
+                    "{text:?} gave {name} {r:?}"
+                ),
+                Ok((name, None)) => prop_assert!(azevac::pacing::SERVICES.contains(&name.as_str())),
+                Err(e) => prop_assert!(!e.to_string().contains('\n') && e.to_string().contains("SERVICE=N"), "{e}"),
+            }
         }
     }
 
