@@ -71,9 +71,10 @@ async fn load_with(conn: &Connection, region: Option<String>) -> SdkConfig {
         loader = loader.endpoint_url(url);
     }
     // Respect AWS_RETRY_MODE / AWS_MAX_ATTEMPTS (or the profile's) when the operator set them;
-    // otherwise standard retries. With the client paced below each quota (crate::pacing), standard
-    // did best under bench/ratelimit.py's model: adaptive's own limiter, once a throttle arrives,
-    // slows a lightly used client for seconds (2-3x the wall time of standard there).
+    // otherwise standard retries, below the client's own pacing (crate::pacing). Under
+    // bench/ratelimit.py's model (one run per variant), adaptive was 2-3x slower than standard
+    // whenever a throttle arrived (its own limiter holds a lightly used client back for seconds),
+    // and no faster once the pacing matched the quotas.
     if std::env::var_os("AWS_RETRY_MODE").is_none() && std::env::var_os("AWS_MAX_ATTEMPTS").is_none() {
         loader = loader.retry_config(RetryConfig::standard().with_max_attempts(DEFAULT_MAX_ATTEMPTS));
     }

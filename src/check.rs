@@ -111,9 +111,29 @@ impl Check {
         Check::read(name, action, result)
     }
 
+    /// The check of a read for an optional feature (`--zonal-shift`): an endpoint that does not
+    /// serve the API at all (an emulator without ARC) is a WARN, since runs need it only when asked.
+    pub fn answered_optional<T, E>(
+        name: &str,
+        action: &'static str,
+        sent: Result<T, SdkError<E, HttpResponse>>,
+    ) -> Check
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        match sent.map_err(|e| Error::from_sdk(action, e)) {
+            Err(Error::Unsupported { status, .. }) if !matches!(status, 401 | 403 | 407) => Check::warn(
+                name,
+                format!("{action}: the endpoint does not serve this API (HTTP {status} with no AWS error)"),
+                "nothing to do on an emulator (runs need it only with --zonal-shift); against AWS, check --region / --endpoint-url",
+            ),
+            other => Check::read(name, action, other.map(|_| "answered".to_owned())),
+        }
+    }
+
     /// A failed call, classified: denied or unauthenticated → FAIL naming what to grant; an
-    /// endpoint that does not serve the API at all (an emulator without the service) → WARN;
-    /// unreachable and anything else → FAIL.
+    /// answer that is not AWS's (an endpoint without the API, a proxy's page) → FAIL;
+    /// throttled → WARN (not proven); unreachable and anything else → FAIL.
     pub fn failed_call(name: &str, action: &str, err: &Error) -> Check {
         // One line: the SDK's messages may span several.
         let said = describe(err).split_whitespace().collect::<Vec<_>>().join(" ");
@@ -134,13 +154,23 @@ impl Check {
                 ),
                 "set AWS_PROFILE (and `aws sso login`), or export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
             ),
-            Error::Unsupported { status, .. } => Check::warn(
+            // A corporate proxy or firewall answers a blocked host with its own HTML page: that is
+            // no emulator lacking a service, and a real run would fail there too.
+            Error::Unsupported { status, .. } if matches!(status, 401 | 403 | 407) => Check::fail(
+                name,
+                format!(
+                    "{action}: answered by something that is not AWS (HTTP {status} with no AWS error): \
+                     a proxy or firewall in between?"
+                ),
+                "check the network path to the endpoint (HTTPS_PROXY / NO_PROXY, firewall, VPC endpoint)",
+            ),
+            Error::Unsupported { status, .. } => Check::fail(
                 name,
                 format!(
                     "{action}: the endpoint does not serve this API (HTTP {status} with no AWS error), \
                      so runs through it cannot use this type"
                 ),
-                "nothing to do on an emulator; against AWS, check --region / --endpoint-url",
+                "check --region / --endpoint-url; on an emulator without the service, leave the type out with --type",
             ),
             Error::Unreachable { .. } => Check::fail(
                 name,
@@ -192,7 +222,17 @@ mod tests {
             status: 404,
             source: boxed(),
         };
-        assert_eq!(Check::failed_call("zonal-shift", "x", &absent).verdict, Verdict::Warn);
+        // A required type on an endpoint without its API fails (a run would); only the optional
+        // ARC read downgrades it (answered_optional, tested end to end in tests/doctor.rs).
+        assert_eq!(Check::failed_call("db", "x", &absent).verdict, Verdict::Fail);
+        let intercepted = Error::Unsupported {
+            operation: "sts:GetCallerIdentity",
+            status: 403,
+            source: boxed(),
+        };
+        let check = Check::failed_call("credentials", "sts:GetCallerIdentity", &intercepted);
+        assert_eq!(check.verdict, Verdict::Fail);
+        assert!(check.detail.contains("not AWS"), "{check:?}");
         let unreachable = Error::Unreachable {
             operation: "rds:DescribeDBClusters",
             source: boxed(),

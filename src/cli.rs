@@ -361,7 +361,7 @@ fn parse_call_timeout(text: &str) -> Result<std::time::Duration, String> {
 
 /// `--max-rate`: SERVICE=N or SERVICE=unlimited.
 fn parse_max_rate(text: &str) -> Result<(String, Option<crate::pacing::Rate>), String> {
-    crate::pacing::parse_max_rate(text).map_err(|e| e.to_string())
+    crate::pacing::parse_max_rate(text, &crate::plugins::services()).map_err(|e| e.to_string())
 }
 
 /// `--lease`: a duration between 2 seconds and 1 hour.

@@ -5,6 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use futures::{StreamExt, TryStreamExt};
+
 use crate::plan::{Item, Status};
 use crate::{Error, Result};
 
@@ -14,6 +16,8 @@ const CROSS_ZONE: &str = "load_balancing.cross_zone.enabled";
 const DEFER: &str = "use_load_balancer_configuration";
 /// ELBv2 accepts at most this many ARNs per describe call.
 const BATCH: usize = 20;
+/// Attribute reads (one per load balancer or target group: no batch read) in flight at once.
+const READ_CONCURRENCY: usize = 16;
 
 /// A load balancer that sends each zone its share regardless of the targets there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,8 +50,8 @@ pub async fn zonal_balancers(
         .flat_map(|g| g.load_balancer_arns().iter().cloned())
         .collect();
     // Whether each load balancer balances across zones by its own setting.
-    let mut balancers: BTreeMap<String, (String, bool)> = BTreeMap::new();
     let arns: Vec<String> = balancer_arns.into_iter().collect();
+    let mut described = Vec::new();
     for chunk in arns.chunks(BATCH) {
         let out = elb
             .describe_load_balancers()
@@ -55,21 +59,49 @@ pub async fn zonal_balancers(
             .send()
             .await
             .map_err(|e| Error::from_sdk("elasticloadbalancing:DescribeLoadBalancers", e))?;
-        for lb in out.load_balancers() {
-            let arn = lb.load_balancer_arn().unwrap_or_default().to_owned();
-            let name = lb.load_balancer_name().unwrap_or_default().to_owned();
-            // An Application Load Balancer always balances across zones at its own level.
-            let application = lb
-                .r#type()
-                .is_some_and(|t| *t == aws_sdk_elasticloadbalancingv2::types::LoadBalancerTypeEnum::Application);
-            let cross_zone = application || attribute(&elb, Owner::Balancer(&arn)).await?.as_deref() == Some("true");
-            balancers.insert(arn, (name, cross_zone));
-        }
+        described.extend(out.load_balancers().iter().cloned());
     }
+    // The attributes have no batch read: several side by side, not one per call latency in a row
+    // (collected first: a lazy map inside the stream trips the Send check of async callers).
+    let reads: Vec<_> = described
+        .iter()
+        .map(|lb| {
+            let elb = &elb;
+            async move {
+                let arn = lb.load_balancer_arn().unwrap_or_default().to_owned();
+                let name = lb.load_balancer_name().unwrap_or_default().to_owned();
+                // An Application Load Balancer always balances across zones at its own level.
+                let application = lb
+                    .r#type()
+                    .is_some_and(|t| *t == aws_sdk_elasticloadbalancingv2::types::LoadBalancerTypeEnum::Application);
+                let cross_zone = application || attribute(elb, Owner::Balancer(&arn)).await?.as_deref() == Some("true");
+                Ok::<_, Error>((arn, (name, cross_zone)))
+            }
+        })
+        .collect();
+    let balancers: BTreeMap<String, (String, bool)> = futures::stream::iter(reads)
+        .buffer_unordered(READ_CONCURRENCY)
+        .try_collect()
+        .await?;
+    let reads: Vec<_> = groups
+        .iter()
+        .map(|group| {
+            let elb = &elb;
+            async move {
+                let arn = group.target_group_arn().unwrap_or_default().to_owned();
+                let own = attribute(elb, Owner::TargetGroup(&arn)).await?;
+                Ok::<_, Error>((arn, own))
+            }
+        })
+        .collect();
+    let own_settings: BTreeMap<String, Option<String>> = futures::stream::iter(reads)
+        .buffer_unordered(READ_CONCURRENCY)
+        .try_collect()
+        .await?;
     let mut out = BTreeMap::new();
     for group in groups {
         let arn = group.target_group_arn().unwrap_or_default().to_owned();
-        let own = attribute(&elb, Owner::TargetGroup(&arn)).await?;
+        let own = own_settings.get(&arn).cloned().flatten();
         let zonal = group
             .load_balancer_arns()
             .iter()

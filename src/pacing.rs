@@ -49,20 +49,6 @@ pub const DEFAULTS: &[(&str, Rate)] = &[
     ),
 ];
 
-/// The services azevac calls, by SigV4 signing name (what `--max-rate` accepts).
-pub const SERVICES: &[&str] = &[
-    "arc-zonal-shift",
-    "autoscaling",
-    "dynamodb",
-    "ec2",
-    "ecs",
-    "eks",
-    "elasticloadbalancing",
-    "lambda",
-    "rds",
-    "sts",
-];
-
 /// The rate per service: the defaults, then the operator's `--max-rate SERVICE=N` (`unlimited` removes
 /// a default).
 #[derive(Debug, Clone, PartialEq)]
@@ -86,7 +72,7 @@ impl Limits {
         self
     }
 
-    /// What is paced, for `--stats` and the docs.
+    /// What is paced (for the refusal below and the tests).
     pub fn describe(&self) -> String {
         if self.0.is_empty() {
             return "none".into();
@@ -99,12 +85,36 @@ impl Limits {
         rates.join(", ")
     }
 
+    /// Refuse rates so low that a call would wait for its token longer than one attempt may take:
+    /// the wait counts against `--attempt-timeout`, so with `concurrency` calls in flight the last
+    /// would time out and be retried, spending the retry quota meant for real throttles.
+    pub fn check(&self, attempt_timeout: Duration, concurrency: usize) -> Result<()> {
+        for (service, rate) in &self.0 {
+            let served = f64::from(rate.burst) + rate.per_second * attempt_timeout.as_secs_f64();
+            if served < concurrency as f64 {
+                return Err(Error::BadInput(format!(
+                    "pacing {service} at {}/s (--max-rate): with --concurrency {concurrency}, calls would wait \
+                     longer than --attempt-timeout {}s for a token; raise the rate or the timeout, or lower --concurrency",
+                    rate.per_second,
+                    attempt_timeout.as_secs()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Wrap an HTTP client so that every attempt waits for its service's bucket.
     pub fn wrap(&self, inner: SharedHttpClient) -> SharedHttpClient {
         let buckets = self
             .0
             .iter()
-            .map(|(service, rate)| (service.clone(), Arc::new(RateLimiter::direct(quota(*rate)))))
+            .map(|(service, rate)| {
+                let bucket = Bucket {
+                    limiter: RateLimiter::direct(quota(*rate)),
+                    turn: tokio::sync::Mutex::new(()),
+                };
+                (service.clone(), Arc::new(bucket))
+            })
             .collect();
         SharedHttpClient::new(PacedClient {
             inner,
@@ -114,7 +124,8 @@ impl Limits {
 }
 
 fn quota(rate: Rate) -> Quota {
-    let period = Duration::from_secs_f64(1.0 / rate.per_second);
+    // A rate the parser would refuse (zero, negative, not a number) falls back to one per second.
+    let period = Duration::try_from_secs_f64(1.0 / rate.per_second).unwrap_or(Duration::from_secs(1));
     let burst = NonZeroU32::new(rate.burst.max(1)).unwrap_or(NonZeroU32::MIN);
     Quota::with_period(period)
         .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
@@ -122,17 +133,17 @@ fn quota(rate: Rate) -> Quota {
 }
 
 /// Parse one `--max-rate` value: `SERVICE=N` (N requests per second, 0.1 to 10000; the burst is N
-/// rounded up) or `SERVICE=unlimited`.
-pub fn parse_max_rate(value: &str) -> Result<(String, Option<Rate>)> {
+/// rounded up) or `SERVICE=unlimited`; SERVICE one of `known` (the signing names azevac calls).
+pub fn parse_max_rate(value: &str, known: &[&str]) -> Result<(String, Option<Rate>)> {
     let bad = |why: &str| {
         Error::BadInput(format!(
             "--max-rate {value:?}: {why}; give SERVICE=N (requests per second) or SERVICE=unlimited, SERVICE one of {}",
-            SERVICES.join(", ")
+            known.join(", ")
         ))
     };
     let (service, rate) = value.split_once('=').ok_or_else(|| bad("no '='"))?;
     let service = service.trim().to_ascii_lowercase();
-    if !SERVICES.contains(&service.as_str()) {
+    if !known.contains(&service.as_str()) {
         return Err(bad("unknown service"));
     }
     let rate = rate.trim();
@@ -161,7 +172,14 @@ pub fn signing_service(authorization: &str) -> Option<&str> {
         .filter(|s| !s.is_empty())
 }
 
-type Buckets = BTreeMap<String, Arc<DefaultDirectRateLimiter>>;
+/// One service's token bucket, and a queue for it: governor lets whichever waiter polls first take
+/// a freed token, so without the (FIFO) turn one call could wait behind later ones for ever.
+struct Bucket {
+    limiter: DefaultDirectRateLimiter,
+    turn: tokio::sync::Mutex<()>,
+}
+
+type Buckets = BTreeMap<String, Arc<Bucket>>;
 
 struct PacedClient {
     inner: SharedHttpClient,
@@ -229,7 +247,8 @@ impl HttpConnector for PacedConnector {
         let inner = self.inner.clone();
         HttpConnectorFuture::new(async move {
             if let Some(bucket) = bucket {
-                bucket.until_ready().await;
+                let _turn = bucket.turn.lock().await;
+                bucket.limiter.until_ready().await;
             }
             inner.call(request).await
         })
@@ -259,10 +278,29 @@ mod tests {
         assert_eq!(signing_service("AWS4-HMAC-SHA256 Credential=/aws4_request"), None);
     }
 
+    const KNOWN: &[&str] = &["ec2", "ecs", "lambda"];
+
+    #[test]
+    fn rates_too_low_for_the_attempt_timeout_are_refused() {
+        let slow = Limits::default().with_overrides(&[(
+            "ecs".into(),
+            Some(Rate {
+                per_second: 0.2,
+                burst: 1,
+            }),
+        )]);
+        let err = slow
+            .check(Duration::from_secs(30), 16)
+            .expect_err("16 calls need 75 s at 0.2/s");
+        assert!(err.to_string().contains("pacing ecs at 0.2/s"), "{err}");
+        assert!(slow.check(Duration::from_secs(30), 4).is_ok());
+        assert!(Limits::default().check(Duration::from_secs(30), 256).is_ok());
+    }
+
     #[test]
     fn max_rate_values() {
         assert_eq!(
-            parse_max_rate("ecs=5").expect("valid"),
+            parse_max_rate("ecs=5", KNOWN).expect("valid"),
             (
                 "ecs".into(),
                 Some(Rate {
@@ -272,7 +310,7 @@ mod tests {
             )
         );
         assert_eq!(
-            parse_max_rate("EC2=2.5").expect("valid"),
+            parse_max_rate("EC2=2.5", KNOWN).expect("valid"),
             (
                 "ec2".into(),
                 Some(Rate {
@@ -282,11 +320,11 @@ mod tests {
             )
         );
         assert_eq!(
-            parse_max_rate("lambda=unlimited").expect("valid"),
+            parse_max_rate("lambda=unlimited", KNOWN).expect("valid"),
             ("lambda".into(), None)
         );
         for bad in ["ecs", "s3=5", "ecs=0", "ecs=-1", "ecs=fast", "ecs=NaN", "ecs=inf", "=5"] {
-            let err = parse_max_rate(bad).expect_err("invalid").to_string();
+            let err = parse_max_rate(bad, KNOWN).expect_err("invalid").to_string();
             assert!(err.contains("SERVICE=N") && !err.contains('\n'), "{bad}: {err}");
         }
         let limits = Limits::default().with_overrides(&[

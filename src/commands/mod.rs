@@ -53,6 +53,8 @@ pub struct Context {
 impl Context {
     /// Load the SDK configuration from the flags and the SDK's own chain.
     pub async fn connect(global: &cli::Global, az_id: Option<&str>) -> Result<Self> {
+        let pacing = crate::pacing::Limits::default().with_overrides(&global.max_rate);
+        pacing.check(global.attempt_timeout, usize::from(global.concurrency))?;
         let sdk = crate::aws::load(&crate::aws::Connection {
             az_id: az_id.map(str::to_owned),
             region: global.region.clone(),
@@ -60,7 +62,7 @@ impl Context {
             endpoint_url: global.endpoint_url.clone(),
             attempt_timeout: Some(global.attempt_timeout),
             operation_timeout: Some(global.operation_timeout),
-            pacing: crate::pacing::Limits::default().with_overrides(&global.max_rate),
+            pacing,
         })
         .await?;
         Ok(Context {

@@ -670,7 +670,14 @@ pub(crate) fn kube_check(
 ) -> super::Check {
     match result {
         Ok(found) => super::Check::ok(name, format!("{what}: {found} (read permission only)")),
-        Err(kube::Error::Api(status)) if status.code == 401 || status.code == 403 => super::Check::fail(
+        // 401: the API server did not accept who we are (token, EKS access entry, aws-auth); RBAC
+        // is not reached yet.
+        Err(kube::Error::Api(status)) if status.code == 401 => super::Check::fail(
+            name,
+            format!("{what}: {} {}", status.code, status.message),
+            "the cluster does not accept the caller: check the kubeconfig's credentials (`aws eks update-kubeconfig`) and the caller's EKS access entry or aws-auth mapping",
+        ),
+        Err(kube::Error::Api(status)) if status.code == 403 => super::Check::fail(
             name,
             format!("{what}: {} {}", status.code, status.message),
             format!("{grant}, bound to the caller's IAM principal"),

@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use aws_sdk_lambda::client::Waiters;
 use aws_sdk_lambda::types::{FunctionConfiguration, LastUpdateStatus, VpcConfig, VpcConfigResponse};
 use backon::{ExponentialBuilder, Retryable};
+use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
@@ -25,7 +26,7 @@ pub const TYPE: &str = "lambda";
 /// `ListFunctions` pages at most 50 functions.
 const LIST_PAGE: i32 = 50;
 /// Functions read at once when there is no batch read.
-const READ_CONCURRENCY: usize = 8;
+const READ_CONCURRENCY: usize = 16;
 /// How long to wait for an in-progress update to finish, before and after ours.
 const UPDATE_WAIT: Duration = Duration::from_secs(300);
 /// Tries on `ResourceConflictException` (another update holds the function).
@@ -135,13 +136,14 @@ impl SubnetService for Lambda {
     }
 
     async fn read(&self, ids: &[String]) -> Result<BTreeMap<String, Resource>> {
-        // No batch read exists: a few at a time.
-        let mut found = BTreeMap::new();
-        for chunk in ids.chunks(READ_CONCURRENCY) {
-            let got = futures::future::try_join_all(chunk.iter().map(|arn| self.get(arn))).await?;
-            found.extend(got.into_iter().flatten().map(|r| (r.id.clone(), r)));
-        }
-        Ok(found)
+        // No batch read exists: several at a time, each starting as soon as one ends.
+        // Collected first: a lazy map inside the stream trips async-trait's Send check.
+        let reads: Vec<_> = ids.iter().map(|arn| self.get(arn)).collect();
+        let got: Vec<Option<Resource>> = futures::stream::iter(reads)
+            .buffer_unordered(READ_CONCURRENCY)
+            .try_collect()
+            .await?;
+        Ok(got.into_iter().flatten().map(|r| (r.id.clone(), r)).collect())
     }
 
     async fn apply(&self, resource: &Resource, subnets: &[String]) -> Result<()> {
@@ -191,46 +193,56 @@ impl SubnetService for Lambda {
     }
 
     async fn inspect(&self, resources: &mut [Resource], want_tags: bool) -> Result<()> {
-        for resource in resources.iter_mut() {
-            let aliases = self
-                .client
-                .list_aliases()
-                .function_name(&resource.name)
-                .into_paginator()
-                .items()
-                .send()
-                .try_collect()
-                .await
-                .map_err(|e| Error::from_sdk("lambda:ListAliases", e))?;
-            let pinned: Vec<String> = aliases
-                .iter()
-                .filter(|a| a.function_version().is_some_and(|v| v != "$LATEST"))
-                .map(|a| {
-                    format!(
-                        "{} -> {}",
-                        a.name().unwrap_or_default(),
-                        a.function_version().unwrap_or_default()
-                    )
-                })
-                .collect();
-            if !pinned.is_empty() {
-                resource.notes.push(format!(
-                    "{}: aliases on published versions keep the old network configuration ({})",
-                    resource.name,
-                    pinned.join(", ")
-                ));
-            }
-            if want_tags {
-                let out = self
+        // One function's aliases (and tags) at a time would serialise the plan on the call latency:
+        // read them side by side, as many as a batch read would cover (paced by crate::pacing).
+        let reads: Vec<_> = resources
+            .iter_mut()
+            .map(|resource| async move {
+                let aliases = self
                     .client
-                    .list_tags()
-                    .resource(&resource.id)
+                    .list_aliases()
+                    .function_name(&resource.name)
+                    .into_paginator()
+                    .items()
                     .send()
+                    .try_collect()
                     .await
-                    .map_err(|e| Error::from_sdk("lambda:ListTags", e))?;
-                resource.tags = out.tags().map(|t| t.clone().into_iter().collect()).unwrap_or_default();
-            }
-        }
+                    .map_err(|e| Error::from_sdk("lambda:ListAliases", e))?;
+                let pinned: Vec<String> = aliases
+                    .iter()
+                    .filter(|a| a.function_version().is_some_and(|v| v != "$LATEST"))
+                    .map(|a| {
+                        format!(
+                            "{} -> {}",
+                            a.name().unwrap_or_default(),
+                            a.function_version().unwrap_or_default()
+                        )
+                    })
+                    .collect();
+                if !pinned.is_empty() {
+                    resource.notes.push(format!(
+                        "{}: aliases on published versions keep the old network configuration ({})",
+                        resource.name,
+                        pinned.join(", ")
+                    ));
+                }
+                if want_tags {
+                    let out = self
+                        .client
+                        .list_tags()
+                        .resource(&resource.id)
+                        .send()
+                        .await
+                        .map_err(|e| Error::from_sdk("lambda:ListTags", e))?;
+                    resource.tags = out.tags().map(|t| t.clone().into_iter().collect()).unwrap_or_default();
+                }
+                Ok::<(), Error>(())
+            })
+            .collect();
+        futures::stream::iter(reads)
+            .buffer_unordered(READ_CONCURRENCY)
+            .try_collect::<Vec<()>>()
+            .await?;
         Ok(())
     }
 

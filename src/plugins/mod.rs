@@ -89,6 +89,19 @@ pub const REGISTRY: &[Registration] = &[
 /// caller's identity.
 pub const CORE_SERVICES: &[&str] = &["ec2", "dynamodb", "sts"];
 
+/// Every AWS service azevac calls (signing names; the same as the IAM prefixes here): the core
+/// ones and each registered type's, for `--max-rate`.
+pub fn services() -> Vec<&'static str> {
+    let mut all: Vec<&'static str> = CORE_SERVICES
+        .iter()
+        .chain(REGISTRY.iter().flat_map(|r| r.services.iter()))
+        .copied()
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
 /// The `--type` values azevac knows, in registry order.
 pub fn types() -> Vec<&'static str> {
     REGISTRY.iter().map(|r| r.name).collect()

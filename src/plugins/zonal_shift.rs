@@ -352,7 +352,7 @@ impl Plugin for ZonalShifts {
     /// ARC is optional (`--zonal-shift`): an endpoint without it (an emulator) is a warning.
     async fn probe(&self) -> Vec<super::Check> {
         let listed = self.shifts.client.list_managed_resources().max_results(1).send().await;
-        vec![super::Check::answered(
+        vec![super::Check::answered_optional(
             TYPE,
             "arc-zonal-shift:ListManagedResources",
             listed,
