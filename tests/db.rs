@@ -7,7 +7,7 @@ mod common;
 use aws_sdk_rds::Client;
 
 use common::proxy::{Faults, KillWhen, Proxy};
-use common::{attr_list, attr_s, azevac, journal_items, run_watched, Moto};
+use common::{attr_list, attr_s, azevac, call_number, journal_items, plan_line as line, run_watched, Moto};
 
 /// us-east-1c is use1-az2 (the zone evacuated), 1b is use1-az1, 1d is use1-az4 in moto.
 const IN_ZONE: &str = "us-east-1c";
@@ -98,15 +98,6 @@ async fn writer(rds: &Client, cluster: &str) -> String {
         .and_then(|m| m.db_instance_identifier())
         .expect("writer")
         .to_owned()
-}
-
-fn line<'a>(plan: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    plan["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .find(|i| i["name"] == name)
-        .unwrap_or_else(|| panic!("no line for {name} in {plan:#}"))
 }
 
 const EVACUATE: &[&str] = &[
@@ -250,14 +241,7 @@ async fn issue_15_a_kill_around_the_failover_loses_nothing() {
     let evacuate = ["evacuate", "--az-id", "use1-az2", "--type", "db", "--yes"];
     // The failover's call number, from a run that is not killed (runs of one estate call alike).
     seed(&moto).await;
-    proxy.set(Faults::default());
-    assert_eq!(run_watched(&proxy, &evacuate), Some(0));
-    let at = proxy
-        .calls()
-        .iter()
-        .position(|c| c == "rds:FailoverDBCluster")
-        .expect("a failover call")
-        + 1;
+    let at = call_number(&proxy, &evacuate, "rds:FailoverDBCluster");
     for (when, moved) in [(KillWhen::BeforeForward, false), (KillWhen::AfterForward, true)] {
         moto.reset();
         let rds = seed(&moto).await;

@@ -79,7 +79,7 @@ pub const REGISTRY: &[Registration] = &[
     },
     Registration {
         name: db::TYPE,
-        services: &["rds"],
+        services: &["rds", "elasticache"],
         build: db::plugin,
     },
 ];

@@ -106,6 +106,8 @@ struct State {
     child: Option<Arc<Mutex<Child>>>,
     killed: bool,
     hold: Holding,
+    /// ElastiCache primary promotion, which moto lacks.
+    cache: super::elasticache::FakeCache,
 }
 
 /// A running proxy.
@@ -263,6 +265,11 @@ impl Proxy {
         self.state.lock().expect("state").injected
     }
 
+    /// The ElastiCache promotion fake, to read or to set refusals on.
+    pub fn cache<R>(&self, f: impl FnOnce(&mut super::elasticache::FakeCache) -> R) -> R {
+        f(&mut self.state.lock().expect("state").cache)
+    }
+
     /// Whether the watched process was killed since the last `set`.
     pub fn killed(&self) -> bool {
         self.state.lock().expect("state").killed
@@ -374,6 +381,14 @@ async fn handle(
             response.body(Body::from(answer.body.to_string())).expect("response")
         }
         Decision::Forward { kill_after } => {
+            let refusal = state.lock().expect("state").cache.refuse(&service, &action, &text);
+            if let Some((status, code, message)) = refusal {
+                return Response::builder()
+                    .status(status)
+                    .header("content-type", "text/xml")
+                    .body(Body::from(super::elasticache::error_xml(code, &message)))
+                    .expect("response");
+            }
             let uri = format!(
                 "{upstream}{}",
                 parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/")
@@ -385,8 +400,25 @@ async fn handle(
             let forwarded = client.request(forward.body(Body::from(bytes)).expect("request")).await;
             let response = match forwarded {
                 Ok(resp) => {
-                    let (p, b) = resp.into_parts();
+                    let (mut p, b) = resp.into_parts();
                     let body = b.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                    let answered = String::from_utf8_lossy(&body);
+                    let rewritten = state.lock().expect("state").cache.answered(
+                        &service,
+                        &action,
+                        &text,
+                        p.status.as_u16(),
+                        &answered,
+                    );
+                    if let Some(rewritten) = rewritten {
+                        p.headers.remove("content-length");
+                        return finish(
+                            &state,
+                            &service,
+                            kill_after,
+                            Response::from_parts(p, Body::from(rewritten)),
+                        );
+                    }
                     Response::from_parts(p, Body::from(body))
                 }
                 Err(_) => error_response(&service, Fault::Unavailable),
@@ -501,6 +533,7 @@ fn error_response(service: &str, fault: Fault) -> Response<Body> {
         (Fault::Throttle, "ec2") => (503, "RequestLimitExceeded"),
         (Fault::Throttle, "autoscaling" | "sts" | "rds" | "elasticloadbalancing") => (400, "Throttling"),
         (Fault::Throttle, "lambda") => (429, "TooManyRequestsException"),
+        (Fault::Throttle, "elasticache") => (400, "Throttling"),
         (Fault::Throttle, _) => (400, "ThrottlingException"),
         (Fault::ServerError, _) => (500, "InternalFailure"),
         (Fault::Unavailable, _) => (503, "ServiceUnavailable"),
@@ -519,6 +552,7 @@ fn error_response(service: &str, fault: Fault) -> Response<Body> {
             "text/xml",
             format!("<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error><RequestId>proxy</RequestId></ErrorResponse>"),
         ),
+        "elasticache" => ("text/xml", super::elasticache::error_xml(code, message)),
         _ => ("application/x-amz-json-1.0", format!(r#"{{"__type":"{code}","message":"{message}"}}"#)),
     };
     Response::builder()
@@ -527,4 +561,13 @@ fn error_response(service: &str, fault: Fault) -> Response<Body> {
         .header("x-amzn-errortype", code)
         .body(Body::from(body))
         .expect("response")
+}
+
+/// The forwarded answer, or a dropped connection when the process is to be killed right after.
+fn finish(state: &Arc<Mutex<State>>, service: &str, kill_after: bool, response: Response<Body>) -> Response<Body> {
+    if kill_after {
+        kill(&mut state.lock().expect("state"));
+        return error_response(service, Fault::Drop);
+    }
+    response
 }
