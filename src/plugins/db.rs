@@ -373,7 +373,8 @@ pub fn recovery(record: &Record, db: Option<&Database>, failback: bool, forget_m
         Some(m) if m.status != "available" || db.status != "available" => {
             Some(format!("{was} is {} ({} is {})", m.status, db.id, db.status))
         }
-        Some(m) if m.az_id.as_deref() != Some(was_az) => Some(format!(
+        // A Multi-AZ instance is its own original: its standby's zone is what must match (below).
+        Some(m) if !matches!(db.kind, Kind::MultiAz { .. }) && m.az_id.as_deref() != Some(was_az) => Some(format!(
             "{was} is now in {}, not {was_az}",
             m.az_id.as_deref().unwrap_or("?")
         )),
@@ -957,6 +958,74 @@ mod tests {
         let gone = recovery(&rec, None, false, false);
         assert_eq!(gone.status, Status::Skipped);
         assert_eq!(recovery(&rec, None, false, true).status, Status::Planned);
+    }
+
+    /// Regression (issue 15): a Multi-AZ instance's primary is the same instance after the failover,
+    /// now in its standby's old zone; failback checks the standby's zone, not the instance's.
+    #[test]
+    fn a_multi_az_instance_fails_back_when_its_standby_is_in_the_journalled_zone() {
+        let moved = |standby: &str| Database {
+            kind: Kind::MultiAz {
+                standby_az: Some(standby.into()),
+            },
+            members: vec![member("billing", "use1-az4", true, 0, "db.m6g.large")],
+            ..orders(Vec::new())
+        };
+        let rec = record(&["writer:billing@use1-az2"]);
+        let item = recovery(&rec, Some(&moved("use1-az2")), true, false);
+        assert_eq!(item.status, Status::Planned, "{:?}", item.reason);
+        let back: Failover = item.target.as_ref().expect("target").detail_as().expect("detail");
+        assert_eq!(
+            (back.to.as_str(), back.to_az.as_str(), back.cluster),
+            ("billing", "use1-az2", false)
+        );
+        let item = recovery(&rec, Some(&moved("use1-az1")), true, false);
+        assert_eq!(item.status, Status::Skipped);
+    }
+
+    #[test]
+    fn a_replication_group_speaks_of_its_primary_and_journals_it() {
+        let group = Database {
+            kind: Kind::Cache,
+            members: vec![
+                member("s-001", "use1-az2", true, 0, "cache.r7g.large"),
+                member("s-003", "use1-az1", false, 0, "cache.r7g.large"),
+                member("s-002", "use1-az4", false, 0, "cache.r7g.large"),
+                member("s-004", "use1-az2", false, 0, "cache.r7g.large"),
+            ],
+            ..orders(Vec::new())
+        };
+        let items = evacuation(
+            std::slice::from_ref(&group),
+            "use1-az2",
+            &BTreeMap::new(),
+            &Filters::default(),
+        );
+        assert_eq!(
+            items[0].actions.as_deref(),
+            Some(&["primary:s-001@use1-az2".to_string()][..])
+        );
+        assert_eq!(
+            items[0].reason.as_deref(),
+            Some("fail over primary s-001 (use1-az2) -> s-002 (use1-az4)"),
+            "available, outside the zone, then by name"
+        );
+        let rec = record(&["primary:s-001@use1-az2"]);
+        let mut moved = group.clone();
+        moved.members[0].writer = false;
+        moved.members[2].writer = true;
+        let item = recovery(&rec, Some(&moved), false, false);
+        assert_eq!(
+            item.reason.as_deref(),
+            Some("primary s-002 stays in use1-az4; was s-001 in use1-az2")
+        );
+        let item = recovery(&rec, Some(&moved), true, false);
+        let back: Failover = item.target.as_ref().expect("target").detail_as().expect("detail");
+        assert!(back.cache && back.to == "s-001");
+        assert_eq!(
+            item.actions.as_deref(),
+            Some(&["fail back primary to s-001 (use1-az2)".to_string()][..])
+        );
     }
 
     mod sdk {

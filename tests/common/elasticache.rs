@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::query::{between, param, Refusal};
+
 /// The proxy's view of replication groups beyond moto's.
 #[derive(Debug, Default)]
 pub struct FakeCache {
@@ -17,21 +19,6 @@ pub struct FakeCache {
     pub unavailable: BTreeSet<String>,
     /// Groups the test says are being modified (every modification is refused).
     pub modifying: BTreeSet<String>,
-}
-
-/// An answer in the query protocol's error shape: `(status, code, message)`.
-pub type Refusal = (u16, &'static str, String);
-
-fn param(body: &str, name: &str) -> Option<String> {
-    form_urlencoded::parse(body.as_bytes())
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
-}
-
-fn between<'a>(text: &'a str, open: &str, close: &str) -> Option<&'a str> {
-    let start = text.find(open)? + open.len();
-    let end = text[start..].find(close)? + start;
-    Some(&text[start..end])
 }
 
 impl FakeCache {
@@ -125,11 +112,4 @@ impl FakeCache {
         }
         out
     }
-}
-
-/// The query protocol's XML error body.
-pub fn error_xml(code: &str, message: &str) -> String {
-    format!(
-        "<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error><RequestId>proxy</RequestId></ErrorResponse>"
-    )
 }

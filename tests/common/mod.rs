@@ -7,6 +7,8 @@ pub mod estate;
 pub mod kube;
 pub mod moto;
 pub mod proxy;
+pub mod query;
+pub mod rds;
 pub mod zonal;
 
 use std::collections::{BTreeMap, HashMap};

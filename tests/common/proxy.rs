@@ -108,6 +108,8 @@ struct State {
     hold: Holding,
     /// ElastiCache primary promotion, which moto lacks.
     cache: super::elasticache::FakeCache,
+    /// RDS forced failovers and standby zones, which moto lacks.
+    rds: super::rds::FakeRds,
 }
 
 /// A running proxy.
@@ -270,6 +272,11 @@ impl Proxy {
         f(&mut self.state.lock().expect("state").cache)
     }
 
+    /// The RDS failover fake, to read or to set refusals on.
+    pub fn rds<R>(&self, f: impl FnOnce(&mut super::rds::FakeRds) -> R) -> R {
+        f(&mut self.state.lock().expect("state").rds)
+    }
+
     /// Whether the watched process was killed since the last `set`.
     pub fn killed(&self) -> bool {
         self.state.lock().expect("state").killed
@@ -381,12 +388,17 @@ async fn handle(
             response.body(Body::from(answer.body.to_string())).expect("response")
         }
         Decision::Forward { kill_after } => {
-            let refusal = state.lock().expect("state").cache.refuse(&service, &action, &text);
+            let refusal = {
+                let st = state.lock().expect("state");
+                st.cache
+                    .refuse(&service, &action, &text)
+                    .or_else(|| st.rds.refuse(&service, &action, &text))
+            };
             if let Some((status, code, message)) = refusal {
                 return Response::builder()
                     .status(status)
                     .header("content-type", "text/xml")
-                    .body(Body::from(super::elasticache::error_xml(code, &message)))
+                    .body(Body::from(super::query::error_xml(code, &message)))
                     .expect("response");
             }
             let uri = format!(
@@ -403,13 +415,14 @@ async fn handle(
                     let (mut p, b) = resp.into_parts();
                     let body = b.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
                     let answered = String::from_utf8_lossy(&body);
-                    let rewritten = state.lock().expect("state").cache.answered(
-                        &service,
-                        &action,
-                        &text,
-                        p.status.as_u16(),
-                        &answered,
-                    );
+                    let rewritten = {
+                        let mut st = state.lock().expect("state");
+                        let status = p.status.as_u16();
+                        match st.cache.answered(&service, &action, &text, status, &answered) {
+                            Some(body) => Some(body),
+                            None => st.rds.answered(&service, &action, &text, status, &answered),
+                        }
+                    };
                     if let Some(rewritten) = rewritten {
                         p.headers.remove("content-length");
                         return finish(
@@ -552,7 +565,7 @@ fn error_response(service: &str, fault: Fault) -> Response<Body> {
             "text/xml",
             format!("<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error><RequestId>proxy</RequestId></ErrorResponse>"),
         ),
-        "elasticache" => ("text/xml", super::elasticache::error_xml(code, message)),
+        "elasticache" => ("text/xml", super::query::error_xml(code, message)),
         _ => ("application/x-amz-json-1.0", format!(r#"{{"__type":"{code}","message":"{message}"}}"#)),
     };
     Response::builder()
