@@ -497,3 +497,31 @@ async fn issue_15_rds_refusals_fail_the_line_and_keep_the_intent() {
     let journal = journal_items(&sdk).await;
     assert_eq!(intent_of(&journal, ":cluster:orders").as_deref(), Some("done"));
 }
+
+/// ElastiCache that cannot be read (an IAM policy from before it was supported) does not hold back
+/// the RDS failovers: its own line fails with the service's words and the run exits 1.
+#[tokio::test]
+async fn issue_15_unreadable_elasticache_fails_its_line_and_the_writers_still_move() {
+    use common::proxy::{FailRule, Fault};
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let rds = seed(&moto).await;
+    proxy.set(Faults {
+        rules: vec![FailRule {
+            label: "elasticache:DescribeReplicationGroups".into(),
+            body_contains: String::new(),
+            fault: Fault::AccessDenied,
+        }],
+        ..Faults::default()
+    });
+    let run = common::azevac_at(&proxy.endpoint, EVACUATE, &[]).expect_code(1).json();
+    assert_eq!(line(&run, "orders")["status"], "done", "{run:#}");
+    assert_eq!(writer(&rds, "orders").await, "orders-3");
+    let cache = line(&run, "ElastiCache replication groups");
+    assert_eq!(cache["status"], "failed", "{cache}");
+    let why = cache["reason"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("DescribeReplicationGroups") && why.contains("AccessDenied"),
+        "{cache}"
+    );
+}

@@ -459,8 +459,26 @@ impl Plugin for Databases {
 
     async fn plan_evacuation(&self, scope: &Scope<'_>) -> Result<Vec<Item>> {
         let filters = scope.filters();
-        let databases = self.all(scope.zones, !filters.tags.is_empty()).await?;
-        Ok(evacuation(&databases, scope.az_id(), scope.records, &filters))
+        let mut databases = self.rds.databases(scope.zones).await?;
+        // ElastiCache unreadable (a policy from before it was supported) must not hold back the
+        // RDS failovers: its own line fails (exit 1) and says so.
+        let unread = match self.cache.groups(scope.zones, !filters.tags.is_empty()).await {
+            Ok(groups) => {
+                databases.extend(groups);
+                None
+            }
+            Err(e) => Some(e),
+        };
+        let mut items = evacuation(&databases, scope.az_id(), scope.records, &filters);
+        if let Some(e) = unread {
+            let mut item = Item::new(TYPE, "elasticache", "ElastiCache replication groups", scope.az_id());
+            item.fail(format!(
+                "{}; their primaries were not checked",
+                crate::error::describe(&e)
+            ));
+            items.push(item);
+        }
+        Ok(items)
     }
 
     async fn plan_recovery(&self, records: Vec<Record>, scope: &Scope<'_>) -> Result<Vec<Item>> {
@@ -468,7 +486,7 @@ impl Plugin for Databases {
             return Ok(Vec::new());
         }
         let zones = self.rds.zones().await?;
-        let databases = self.all(&zones, false).await?;
+        let databases = self.read(&zones, records.iter().map(|r| r.resource.as_str())).await?;
         Ok(records
             .iter()
             .map(|r| {
@@ -496,7 +514,8 @@ impl Plugin for Databases {
             return Ok(());
         }
         let zones = self.rds.zones().await?;
-        let databases = self.all(&zones, false).await?;
+        let planned = lines.iter().filter(|l| l.status == Status::Planned);
+        let databases = self.read(&zones, planned.map(|l| l.resource.as_str())).await?;
         for line in lines.iter_mut().filter(|l| l.status == Status::Planned) {
             let Some(db) = databases.iter().find(|d| d.arn == line.resource) else {
                 line.fail("no longer exists; nothing changed".into());
@@ -537,10 +556,24 @@ impl Plugin for Databases {
 }
 
 impl Databases {
-    /// Every database: RDS clusters and instances, then ElastiCache replication groups.
-    async fn all(&self, zones: &Zones, with_tags: bool) -> Result<Vec<Database>> {
-        let mut databases = self.rds.databases(zones).await?;
-        databases.extend(self.cache.groups(zones, with_tags).await?);
+    /// The databases of these ARNs' services (RDS, ElastiCache), read fresh; a service no ARN
+    /// names is not called.
+    async fn read(&self, zones: &Zones, arns: impl Iterator<Item = &str>) -> Result<Vec<Database>> {
+        let (mut rds, mut cache) = (false, false);
+        for arn in arns {
+            if cache::is_cache_arn(arn) {
+                cache = true;
+            } else {
+                rds = true;
+            }
+        }
+        let mut databases = Vec::new();
+        if rds {
+            databases.extend(self.rds.databases(zones).await?);
+        }
+        if cache {
+            databases.extend(self.cache.groups(zones, false).await?);
+        }
         Ok(databases)
     }
 

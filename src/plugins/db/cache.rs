@@ -19,6 +19,11 @@ pub const SHARDS_NOT_MOVABLE: &str = "cluster mode enabled: ElastiCache reports 
      (PrimaryClusterId is for cluster mode disabled); TestFailover picks the replica itself (possibly \
      in this zone), is limited per day and may be blocked during large events; azevac does not use it";
 
+/// Whether an ARN is an ElastiCache resource's (`arn:aws:elasticache:...`).
+pub fn is_cache_arn(arn: &str) -> bool {
+    arn.split(':').nth(2) == Some("elasticache")
+}
+
 /// One shard of a cluster-mode-enabled group: its ID and its nodes' `(id, AZ ID)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shard {
