@@ -7,7 +7,7 @@ mod common;
 use aws_sdk_rds::Client;
 
 use common::proxy::{Faults, KillWhen, Proxy};
-use common::{attr_list, attr_s, azevac, journal_items, run_watched, Moto};
+use common::{attr_list, attr_s, azevac, call_number, journal_items, plan_line as line, run_watched, Moto};
 
 /// us-east-1c is use1-az2 (the zone evacuated), 1b is use1-az1, 1d is use1-az4 in moto.
 const IN_ZONE: &str = "us-east-1c";
@@ -100,15 +100,16 @@ async fn writer(rds: &Client, cluster: &str) -> String {
         .to_owned()
 }
 
-fn line<'a>(plan: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    plan["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .find(|i| i["name"] == name)
-        .unwrap_or_else(|| panic!("no line for {name} in {plan:#}"))
-}
-
+const DRY_RUN: &[&str] = &[
+    "evacuate",
+    "--az-id",
+    "use1-az2",
+    "--type",
+    "db",
+    "--dry-run",
+    "--output",
+    "json",
+];
 const EVACUATE: &[&str] = &[
     "evacuate", "--az-id", "use1-az2", "--type", "db", "--yes", "--output", "json",
 ];
@@ -118,21 +119,7 @@ async fn issue_15_writers_leave_the_zone_and_stay_out_on_recover() {
     let moto = Moto::start();
     let rds = seed(&moto).await;
 
-    let dry = azevac(
-        &moto,
-        &[
-            "evacuate",
-            "--az-id",
-            "use1-az2",
-            "--type",
-            "db",
-            "--dry-run",
-            "--output",
-            "json",
-        ],
-    )
-    .expect_code(0)
-    .json();
+    let dry = azevac(&moto, DRY_RUN).expect_code(0).json();
     let orders = line(&dry, "orders");
     assert_eq!(orders["status"], "planned");
     assert_eq!(orders["actions"][0], "writer:orders-1@use1-az2");
@@ -250,14 +237,7 @@ async fn issue_15_a_kill_around_the_failover_loses_nothing() {
     let evacuate = ["evacuate", "--az-id", "use1-az2", "--type", "db", "--yes"];
     // The failover's call number, from a run that is not killed (runs of one estate call alike).
     seed(&moto).await;
-    proxy.set(Faults::default());
-    assert_eq!(run_watched(&proxy, &evacuate), Some(0));
-    let at = proxy
-        .calls()
-        .iter()
-        .position(|c| c == "rds:FailoverDBCluster")
-        .expect("a failover call")
-        + 1;
+    let at = call_number(&proxy, &evacuate, "rds:FailoverDBCluster");
     for (when, moved) in [(KillWhen::BeforeForward, false), (KillWhen::AfterForward, true)] {
         moto.reset();
         let rds = seed(&moto).await;
@@ -372,4 +352,176 @@ async fn issue_15_no_failback_while_the_zone_is_still_evacuated() {
     azevac(&moto, &["recover", "--type", "asg,db", "--failback", "--yes"]).expect_code(0);
     assert_eq!(writer(&rds, "orders").await, "orders-1");
     assert!(journal_items(&sdk).await.is_empty());
+}
+
+/// `billing`: a Multi-AZ instance whose primary is in the zone; the proxy's fake places its
+/// standby in us-east-1d (use1-az4), which moto does not report.
+async fn multi_az(proxy: &Proxy, rds: &Client) {
+    rds.create_db_instance()
+        .db_instance_identifier("billing")
+        .engine("postgres")
+        .db_instance_class("db.m6g.large")
+        .allocated_storage(20)
+        .master_username("admin")
+        .master_user_password("password-123")
+        .availability_zone(IN_ZONE)
+        .multi_az(true)
+        .send()
+        .await
+        .expect("CreateDBInstance");
+    proxy.rds(|r| r.standby.insert("billing".into(), "us-east-1d".into()));
+}
+
+/// The Multi-AZ act path end to end: `RebootDBInstance` `ForceFailover` moves the primary to the
+/// standby's zone (answered by the proxy's fake), is journalled, reads back, and fails back.
+#[tokio::test]
+async fn issue_15_a_multi_az_instance_fails_over_to_its_standby_and_back() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let rds = seed(&moto).await;
+    multi_az(&proxy, &rds).await;
+    let at = |args: &[&str]| common::azevac_at(&proxy.endpoint, args, &[]);
+    let dry = at(DRY_RUN).expect_code(0).json();
+    let billing = line(&dry, "billing");
+    assert_eq!(billing["status"], "planned", "{billing}");
+    assert_eq!(
+        billing["reason"],
+        "fail over writer billing (use1-az2) -> billing (use1-az4)"
+    );
+
+    proxy.set(Faults::default());
+    let run = at(EVACUATE).expect_code(0).json();
+    let billing = line(&run, "billing");
+    assert_eq!(billing["status"], "done", "{billing}");
+    assert_eq!(billing["actions"][0], "writer now billing in use1-az4");
+    assert!(proxy.rds(|r| r.swapped("billing")));
+    let reboots: Vec<String> = proxy
+        .requests()
+        .into_iter()
+        .filter(|(c, _)| c == "rds:RebootDBInstance")
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(reboots.len(), 1, "{reboots:?}");
+    assert!(reboots[0].contains("DBInstanceIdentifier=billing") && reboots[0].contains("ForceFailover=true"));
+    let sdk = common::sdk(&moto).await;
+    let journal = journal_items(&sdk).await;
+    let record = journal
+        .iter()
+        .find(|r| attr_s(r, "resource").ends_with(":db:billing"))
+        .expect("billing's record");
+    assert_eq!(attr_list(record, "actions"), ["writer:billing@use1-az2"]);
+
+    let again = at(EVACUATE).expect_code(0).json();
+    assert_eq!(
+        line(&again, "billing")["reason"],
+        "already evacuated: writer billing in use1-az4"
+    );
+
+    let back = at(&["recover", "--type", "db", "--failback", "--yes", "--output", "json"])
+        .expect_code(0)
+        .json();
+    let billing = line(&back, "billing");
+    assert_eq!(billing["status"], "done", "{billing}");
+    assert_eq!(billing["actions"][0], "writer now billing in use1-az2");
+    assert!(!proxy.rds(|r| r.swapped("billing")), "failed back to the original zone");
+    assert!(journal_items(&sdk).await.is_empty());
+}
+
+/// RDS refusals (answered by the proxy's fake in RDS's XML error shape): a cluster already failing
+/// over, a target that is not available, a forced failover of an instance that is no longer
+/// Multi-AZ. Each line fails with the service's words, the run exits 1, the writer stays, and the
+/// intent record is kept for the next run (which then finishes the job).
+#[tokio::test]
+async fn issue_15_rds_refusals_fail_the_line_and_keep_the_intent() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let rds = seed(&moto).await;
+    multi_az(&proxy, &rds).await;
+    let sdk = common::sdk(&moto).await;
+    let intent_of = |journal: &[std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>],
+                     suffix: &str| {
+        journal
+            .iter()
+            .find(|r| attr_s(r, "resource").ends_with(suffix))
+            .map(|r| attr_s(r, "state"))
+    };
+    proxy.rds(|r| {
+        r.failing_over.insert("orders".into());
+        r.converted.insert("billing".into());
+    });
+    let run = common::azevac_at(&proxy.endpoint, EVACUATE, &[]).expect_code(1).json();
+    for (name, code) in [
+        ("orders", "InvalidDBClusterStateFault"),
+        ("billing", "InvalidDBInstanceState"),
+    ] {
+        let l = line(&run, name);
+        assert_eq!(l["status"], "failed", "{l}");
+        let why = l["reason"].as_str().unwrap_or_default();
+        assert!(
+            why.contains(code) && why.contains("journal record kept in state intent"),
+            "{l}"
+        );
+    }
+    assert!(line(&run, "billing")["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("not a Multi-AZ"));
+    assert_eq!(writer(&rds, "orders").await, "orders-1");
+    assert!(!proxy.rds(|r| r.swapped("billing")));
+    let journal = journal_items(&sdk).await;
+    assert_eq!(intent_of(&journal, ":cluster:orders").as_deref(), Some("intent"));
+    assert_eq!(intent_of(&journal, ":db:billing").as_deref(), Some("intent"));
+
+    proxy.rds(|r| {
+        r.failing_over.clear();
+        r.converted.clear();
+        r.unavailable.insert("orders-3".into());
+    });
+    let run = common::azevac_at(&proxy.endpoint, EVACUATE, &[]).expect_code(1).json();
+    let orders = line(&run, "orders");
+    assert_eq!(orders["status"], "failed", "{orders}");
+    assert!(
+        orders["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("orders-3 is not available"),
+        "{orders}"
+    );
+    assert_eq!(writer(&rds, "orders").await, "orders-1");
+    assert_eq!(line(&run, "billing")["status"], "done");
+
+    proxy.rds(|r| r.unavailable.clear());
+    let run = common::azevac_at(&proxy.endpoint, EVACUATE, &[]).expect_code(0).json();
+    assert_eq!(line(&run, "orders")["status"], "done", "{run:#}");
+    assert_eq!(writer(&rds, "orders").await, "orders-3");
+    let journal = journal_items(&sdk).await;
+    assert_eq!(intent_of(&journal, ":cluster:orders").as_deref(), Some("done"));
+}
+
+/// ElastiCache that cannot be read (an IAM policy from before it was supported) does not hold back
+/// the RDS failovers: its own line fails with the service's words and the run exits 1.
+#[tokio::test]
+async fn issue_15_unreadable_elasticache_fails_its_line_and_the_writers_still_move() {
+    use common::proxy::{FailRule, Fault};
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let rds = seed(&moto).await;
+    proxy.set(Faults {
+        rules: vec![FailRule {
+            label: "elasticache:DescribeReplicationGroups".into(),
+            body_contains: String::new(),
+            fault: Fault::AccessDenied,
+        }],
+        ..Faults::default()
+    });
+    let run = common::azevac_at(&proxy.endpoint, EVACUATE, &[]).expect_code(1).json();
+    assert_eq!(line(&run, "orders")["status"], "done", "{run:#}");
+    assert_eq!(writer(&rds, "orders").await, "orders-3");
+    let cache = line(&run, "ElastiCache replication groups");
+    assert_eq!(cache["status"], "failed", "{cache}");
+    let why = cache["reason"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("DescribeReplicationGroups") && why.contains("AccessDenied"),
+        "{cache}"
+    );
 }

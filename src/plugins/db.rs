@@ -3,7 +3,10 @@
 //! best available reader in a healthy zone (`FailoverDBCluster` with a target, never a random one);
 //! RDS Multi-AZ DB instances fail over to their standby (`RebootDBInstance` with `ForceFailover`);
 //! single-AZ instances are listed as not movable. `recover` puts nothing back unless asked
-//! (`--failback`): a second failover is a second outage.
+//! (`--failback`): a second failover is a second outage. ElastiCache replication groups are
+//! databases of this type too ([`cache`]): their primary node is their writer.
+
+pub mod cache;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -23,8 +26,12 @@ use crate::{Error, Result};
 pub const TYPE: &str = "db";
 /// The journal action that names the writer before the evacuation: `writer:<id>@<az-id>`.
 const WRITER: &str = "writer:";
+/// The journal action that names a replication group's primary node: `primary:<node>@<az-id>`.
+const PRIMARY: &str = "primary:";
 /// How a recovery line that fails the writer back starts.
 const FAIL_BACK: &str = "fail back writer to ";
+/// How a recovery line that promotes a replication group's original primary again starts.
+const FAIL_BACK_PRIMARY: &str = "fail back primary to ";
 /// Why a single-AZ instance in the zone is listed and left alone.
 pub const NOT_MOVABLE: &str =
     "data lives only in this zone: restore from a snapshot or a read replica elsewhere; azevac cannot move it";
@@ -43,6 +50,20 @@ pub enum Kind {
     },
     /// An instance whose data lives in one zone (single-AZ, or a read replica).
     SingleAz,
+    /// An ElastiCache replication group with cluster mode disabled: one primary node, replicas.
+    Cache,
+    /// An ElastiCache replication group with cluster mode enabled: shards, never moved.
+    CacheShards(Vec<cache::Shard>),
+}
+
+impl Kind {
+    /// What the service calls the writer and the others: `(writer, reader)` or `(primary, replica)`.
+    pub fn roles(&self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Cache | Kind::CacheShards(_) => ("primary", "replica"),
+            _ => ("writer", "reader"),
+        }
+    }
 }
 
 /// An instance of a database, as its service reports it now.
@@ -108,15 +129,37 @@ pub struct Failover {
     pub to: String,
     /// Its AZ ID.
     pub to_az: String,
+    /// Whether it is an ElastiCache replication group (`ModifyReplicationGroup` `PrimaryClusterId`).
+    #[serde(default)]
+    pub cache: bool,
 }
 
 impl Failover {
     /// In the operator's words.
     fn describe(&self) -> String {
         format!(
-            "fail over writer {} ({}) -> {} ({})",
-            self.from, self.from_az, self.to, self.to_az
+            "fail over {} {} ({}) -> {} ({})",
+            self.role(),
+            self.from,
+            self.from_az,
+            self.to,
+            self.to_az
         )
+    }
+
+    /// `writer`, or `primary` for a replication group.
+    fn role(&self) -> &'static str {
+        if self.cache {
+            "primary"
+        } else {
+            "writer"
+        }
+    }
+
+    /// The journal action naming the writer (primary) before the failover.
+    fn action(&self) -> String {
+        let prefix = if self.cache { PRIMARY } else { WRITER };
+        format!("{prefix}{}@{}", self.from, self.from_az)
     }
 }
 
@@ -167,6 +210,9 @@ pub fn best_reader<'m>(members: &'m [Member], az_id: &str) -> Option<&'m Member>
 
 /// What evacuating `az_id` means for one database (pure).
 pub fn decide(db: &Database, az_id: &str) -> Decision {
+    if let Kind::CacheShards(shards) = &db.kind {
+        return cache::decide_shards(shards, az_id);
+    }
     let Some(writer) = db.writer() else {
         return Decision::Elsewhere;
     };
@@ -186,7 +232,9 @@ pub fn decide(db: &Database, az_id: &str) -> Decision {
         from_az: az_id.to_owned(),
         to: to.to_owned(),
         to_az: to_az.to_owned(),
+        cache: db.kind == Kind::Cache,
     };
+    let (_, reader_word) = db.kind.roles();
     match &db.kind {
         Kind::MultiAz {
             standby_az: Some(standby),
@@ -194,7 +242,7 @@ pub fn decide(db: &Database, az_id: &str) -> Decision {
         Kind::MultiAz { .. } => Decision::Skip(format!(
             "its standby is not reported outside {az_id}; a failover would stay in the zone"
         )),
-        Kind::Cluster => match best_reader(&db.members, az_id) {
+        Kind::Cluster | Kind::Cache => match best_reader(&db.members, az_id) {
             Some(reader) => Decision::Move(failover(&reader.id, reader.az_id.as_deref().unwrap_or_default())),
             None => {
                 let readers: Vec<String> = db
@@ -204,16 +252,17 @@ pub fn decide(db: &Database, az_id: &str) -> Decision {
                     .map(|m| format!("{} in {} ({})", m.id, m.az_id.as_deref().unwrap_or("?"), m.status))
                     .collect();
                 let readers = if readers.is_empty() {
-                    "it has no readers".to_owned()
+                    format!("it has no {reader_word}s")
                 } else {
-                    format!("readers: {}", readers.join(", "))
+                    format!("{reader_word}s: {}", readers.join(", "))
                 };
                 Decision::Skip(format!(
-                    "no available reader outside {az_id} to fail over to ({readers})"
+                    "no available {reader_word} outside {az_id} to fail over to ({readers})"
                 ))
             }
         },
         Kind::SingleAz => Decision::Skip(NOT_MOVABLE.to_owned()),
+        Kind::CacheShards(shards) => cache::decide_shards(shards, az_id),
     }
 }
 
@@ -222,12 +271,12 @@ pub fn writer_action(id: &str, az_id: &str) -> String {
     format!("{WRITER}{id}@{az_id}")
 }
 
-/// The writer a record says was in the zone: `(id, az_id)`.
+/// The writer (or primary node) a record says was in the zone: `(id, az_id)`.
 pub fn journalled_writer(record: &Record) -> Option<(&str, &str)> {
     record
         .actions
         .iter()
-        .find_map(|a| a.strip_prefix(WRITER))
+        .find_map(|a| a.strip_prefix(WRITER).or_else(|| a.strip_prefix(PRIMARY)))
         .and_then(|w| w.split_once('@'))
 }
 
@@ -271,11 +320,12 @@ pub fn evacuation(
         match decision {
             Decision::Elsewhere => {
                 let (writer, az) = db.writer_az();
-                skip(&mut item, format!("{ALREADY_EVACUATED}: writer {writer} in {az}"));
+                let role = db.kind.roles().0;
+                skip(&mut item, format!("{ALREADY_EVACUATED}: {role} {writer} in {az}"));
             }
             Decision::Skip(why) => skip(&mut item, why),
             Decision::Move(failover) => {
-                item.actions = Some(vec![writer_action(&failover.from, &failover.from_az)]);
+                item.actions = Some(vec![failover.action()]);
                 item.reason = Some(failover.describe());
                 target.set_detail(&failover);
             }
@@ -306,14 +356,15 @@ pub fn recovery(record: &Record, db: Option<&Database>, failback: bool, forget_m
         return item;
     };
     let (now, now_az) = db.writer_az();
+    let role = db.kind.roles().0;
     let Some((was, was_az)) = journalled_writer(record) else {
         item.reason = Some(format!(
-            "no writer journalled (writer {now} in {now_az}): journal record will be deleted"
+            "no {role} journalled ({role} {now} in {now_az}): journal record will be deleted"
         ));
         return item;
     };
     if !failback || now == was && now_az == was_az {
-        item.reason = Some(format!("writer {now} stays in {now_az}; was {was} in {was_az}"));
+        item.reason = Some(format!("{role} {now} stays in {now_az}; was {was} in {was_az}"));
         return item;
     }
     let original = db.members.iter().find(|m| m.id == was);
@@ -322,7 +373,8 @@ pub fn recovery(record: &Record, db: Option<&Database>, failback: bool, forget_m
         Some(m) if m.status != "available" || db.status != "available" => {
             Some(format!("{was} is {} ({} is {})", m.status, db.id, db.status))
         }
-        Some(m) if m.az_id.as_deref() != Some(was_az) => Some(format!(
+        // A Multi-AZ instance is its own original: its standby's zone is what must match (below).
+        Some(m) if !matches!(db.kind, Kind::MultiAz { .. }) && m.az_id.as_deref() != Some(was_az) => Some(format!(
             "{was} is now in {}, not {was_az}",
             m.az_id.as_deref().unwrap_or("?")
         )),
@@ -337,7 +389,7 @@ pub fn recovery(record: &Record, db: Option<&Database>, failback: bool, forget_m
         skip(
             &mut item,
             format!(
-                "no failback: {why}; writer {now} stays in {now_az}; journal record kept (recover without --failback deletes it)"
+                "no failback: {why}; {role} {now} stays in {now_az}; journal record kept (recover without --failback deletes it)"
             ),
         );
         return item;
@@ -349,8 +401,10 @@ pub fn recovery(record: &Record, db: Option<&Database>, failback: bool, forget_m
         from_az: now_az.to_owned(),
         to: was.to_owned(),
         to_az: was_az.to_owned(),
+        cache: db.kind == Kind::Cache,
     };
-    item.actions = Some(vec![format!("{FAIL_BACK}{was} ({was_az})")]);
+    let fail_back = if failover.cache { FAIL_BACK_PRIMARY } else { FAIL_BACK };
+    item.actions = Some(vec![format!("{fail_back}{was} ({was_az})")]);
     item.reason = Some(failover.describe());
     let mut target = Resource {
         resource_type: TYPE,
@@ -366,6 +420,7 @@ pub fn recovery(record: &Record, db: Option<&Database>, failback: bool, forget_m
 /// Database failovers as a plugin.
 pub struct Databases {
     rds: Rds,
+    cache: cache::ElastiCache,
     timeout: Duration,
     failback: bool,
     forget_missing: bool,
@@ -377,6 +432,7 @@ pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box
         let request = &setup.request;
         Ok(Some(Box::new(Databases {
             rds: Rds::new(&setup.sdk),
+            cache: cache::ElastiCache::new(&setup.sdk),
             timeout: request
                 .wait_timeout_seconds
                 .map_or(DEFAULT_TIMEOUT, Duration::from_secs),
@@ -402,8 +458,27 @@ impl Plugin for Databases {
     }
 
     async fn plan_evacuation(&self, scope: &Scope<'_>) -> Result<Vec<Item>> {
-        let databases = self.rds.databases(scope.zones).await?;
-        Ok(evacuation(&databases, scope.az_id(), scope.records, &scope.filters()))
+        let filters = scope.filters();
+        let mut databases = self.rds.databases(scope.zones).await?;
+        // ElastiCache unreadable (a policy from before it was supported) must not hold back the
+        // RDS failovers: its own line fails (exit 1) and says so.
+        let unread = match self.cache.groups(scope.zones, !filters.tags.is_empty()).await {
+            Ok(groups) => {
+                databases.extend(groups);
+                None
+            }
+            Err(e) => Some(e),
+        };
+        let mut items = evacuation(&databases, scope.az_id(), scope.records, &filters);
+        if let Some(e) = unread {
+            let mut item = Item::new(TYPE, "elasticache", "ElastiCache replication groups", scope.az_id());
+            item.fail(format!(
+                "{}; their primaries were not checked",
+                crate::error::describe(&e)
+            ));
+            items.push(item);
+        }
+        Ok(items)
     }
 
     async fn plan_recovery(&self, records: Vec<Record>, scope: &Scope<'_>) -> Result<Vec<Item>> {
@@ -411,7 +486,7 @@ impl Plugin for Databases {
             return Ok(Vec::new());
         }
         let zones = self.rds.zones().await?;
-        let databases = self.rds.databases(&zones).await?;
+        let databases = self.read(&zones, records.iter().map(|r| r.resource.as_str())).await?;
         Ok(records
             .iter()
             .map(|r| {
@@ -439,7 +514,8 @@ impl Plugin for Databases {
             return Ok(());
         }
         let zones = self.rds.zones().await?;
-        let databases = self.rds.databases(&zones).await?;
+        let planned = lines.iter().filter(|l| l.status == Status::Planned);
+        let databases = self.read(&zones, planned.map(|l| l.resource.as_str())).await?;
         for line in lines.iter_mut().filter(|l| l.status == Status::Planned) {
             let Some(db) = databases.iter().find(|d| d.arn == line.resource) else {
                 line.fail("no longer exists; nothing changed".into());
@@ -447,7 +523,7 @@ impl Plugin for Databases {
             };
             match decide(db, &line.az_id) {
                 Decision::Move(failover) => {
-                    line.actions = Some(vec![writer_action(&failover.from, &failover.from_az)]);
+                    line.actions = Some(vec![failover.action()]);
                     line.reason = Some(failover.describe());
                     if let Some(target) = line.target.as_mut() {
                         target.set_detail(&failover);
@@ -455,9 +531,10 @@ impl Plugin for Databases {
                 }
                 Decision::Elsewhere => {
                     let (writer, az) = db.writer_az();
+                    let role = db.kind.roles().0;
                     skip(
                         line,
-                        format!("writer {writer} is already in {az}: nothing to change any more"),
+                        format!("{role} {writer} is already in {az}: nothing to change any more"),
                     );
                 }
                 Decision::Skip(why) => skip(line, why),
@@ -485,6 +562,27 @@ impl Plugin for Databases {
 }
 
 impl Databases {
+    /// The databases of these ARNs' services (RDS, ElastiCache), read fresh; a service no ARN
+    /// names is not called.
+    async fn read(&self, zones: &Zones, arns: impl Iterator<Item = &str>) -> Result<Vec<Database>> {
+        let (mut rds, mut cache) = (false, false);
+        for arn in arns {
+            if cache::is_cache_arn(arn) {
+                cache = true;
+            } else {
+                rds = true;
+            }
+        }
+        let mut databases = Vec::new();
+        if rds {
+            databases.extend(self.rds.databases(zones).await?);
+        }
+        if cache {
+            databases.extend(self.cache.groups(zones, false).await?);
+        }
+        Ok(databases)
+    }
+
     /// Start the line's failover, wait until the service reports the new writer (at most the
     /// timeout, with progress on stderr), and read it back.
     async fn fail_over(&self, line: &Item) -> Result<Acted> {
@@ -493,21 +591,36 @@ impl Databases {
             .as_ref()
             .ok_or_else(|| Error::BadInput(format!("internal: no failover planned for {}", line.name)))?;
         let failover: Failover = target.detail_as()?;
-        self.rds.start(&failover).await?;
+        let poll = if failover.cache {
+            self.cache.start(&failover).await?;
+            self.cache.poll
+        } else {
+            self.rds.start(&failover).await?;
+            self.rds.poll
+        };
         let zones = self.rds.zones().await?;
         let started = Instant::now();
         // A loop of our own: the SDK's waiters wait for a status (`available`), and a cluster is
         // `available` again before, as well as after, the writer moved; only the writer's ID and
         // zone say that this failover happened.
         loop {
-            let now = self.rds.databases(&zones).await?;
+            let now = if failover.cache {
+                self.cache.groups(&zones, false).await?
+            } else {
+                self.rds.databases(&zones).await?
+            };
             let db = now.iter().find(|d| d.arn == line.resource);
             let writer = db.and_then(Database::writer);
             let arrived = writer.is_some_and(|w| w.id == failover.to && w.az_id.as_deref() == Some(&failover.to_az))
                 && db.is_some_and(|d| d.status == "available");
             if arrived {
                 return Ok(Acted {
-                    shown: Some(vec![format!("writer now {} in {}", failover.to, failover.to_az)]),
+                    shown: Some(vec![format!(
+                        "{} now {} in {}",
+                        failover.role(),
+                        failover.to,
+                        failover.to_az
+                    )]),
                     ..Acted::default()
                 });
             }
@@ -517,7 +630,8 @@ impl Databases {
                 return Err(Error::NotSettled {
                     resource: failover.id.clone(),
                     why: format!(
-                        "the writer is not {} in {} after {}s (now {w} in {az}, {})",
+                        "the {} is not {} in {} after {}s (now {w} in {az}, {})",
+                        failover.role(),
                         failover.to,
                         failover.to_az,
                         elapsed.as_secs(),
@@ -526,14 +640,15 @@ impl Databases {
                 });
             }
             let progress = format!(
-                "azevac: db {}: waiting for {} to become the writer in {} ({}s)",
+                "azevac: db {}: waiting for {} to become the {} in {} ({}s)",
                 failover.id,
                 failover.to,
+                failover.role(),
                 failover.to_az,
                 elapsed.as_secs()
             );
             eprintln!("{}", crate::text::clean(&progress));
-            tokio::time::sleep(self.rds.poll.min(self.timeout - elapsed)).await;
+            tokio::time::sleep(poll.min(self.timeout - elapsed)).await;
         }
     }
 }
@@ -884,6 +999,74 @@ mod tests {
         assert_eq!(recovery(&rec, None, false, true).status, Status::Planned);
     }
 
+    /// Regression (issue 15): a Multi-AZ instance's primary is the same instance after the failover,
+    /// now in its standby's old zone; failback checks the standby's zone, not the instance's.
+    #[test]
+    fn a_multi_az_instance_fails_back_when_its_standby_is_in_the_journalled_zone() {
+        let moved = |standby: &str| Database {
+            kind: Kind::MultiAz {
+                standby_az: Some(standby.into()),
+            },
+            members: vec![member("billing", "use1-az4", true, 0, "db.m6g.large")],
+            ..orders(Vec::new())
+        };
+        let rec = record(&["writer:billing@use1-az2"]);
+        let item = recovery(&rec, Some(&moved("use1-az2")), true, false);
+        assert_eq!(item.status, Status::Planned, "{:?}", item.reason);
+        let back: Failover = item.target.as_ref().expect("target").detail_as().expect("detail");
+        assert_eq!(
+            (back.to.as_str(), back.to_az.as_str(), back.cluster),
+            ("billing", "use1-az2", false)
+        );
+        let item = recovery(&rec, Some(&moved("use1-az1")), true, false);
+        assert_eq!(item.status, Status::Skipped);
+    }
+
+    #[test]
+    fn a_replication_group_speaks_of_its_primary_and_journals_it() {
+        let group = Database {
+            kind: Kind::Cache,
+            members: vec![
+                member("s-001", "use1-az2", true, 0, "cache.r7g.large"),
+                member("s-003", "use1-az1", false, 0, "cache.r7g.large"),
+                member("s-002", "use1-az4", false, 0, "cache.r7g.large"),
+                member("s-004", "use1-az2", false, 0, "cache.r7g.large"),
+            ],
+            ..orders(Vec::new())
+        };
+        let items = evacuation(
+            std::slice::from_ref(&group),
+            "use1-az2",
+            &BTreeMap::new(),
+            &Filters::default(),
+        );
+        assert_eq!(
+            items[0].actions.as_deref(),
+            Some(&["primary:s-001@use1-az2".to_string()][..])
+        );
+        assert_eq!(
+            items[0].reason.as_deref(),
+            Some("fail over primary s-001 (use1-az2) -> s-002 (use1-az4)"),
+            "available, outside the zone, then by name"
+        );
+        let rec = record(&["primary:s-001@use1-az2"]);
+        let mut moved = group.clone();
+        moved.members[0].writer = false;
+        moved.members[2].writer = true;
+        let item = recovery(&rec, Some(&moved), false, false);
+        assert_eq!(
+            item.reason.as_deref(),
+            Some("primary s-002 stays in use1-az4; was s-001 in use1-az2")
+        );
+        let item = recovery(&rec, Some(&moved), true, false);
+        let back: Failover = item.target.as_ref().expect("target").detail_as().expect("detail");
+        assert!(back.cache && back.to == "s-001");
+        assert_eq!(
+            item.actions.as_deref(),
+            Some(&["fail back primary to s-001 (use1-az2)".to_string()][..])
+        );
+    }
+
     mod sdk {
         //! Paging, the wait for the new writer, and the service's refusal, against aws-smithy-mocks.
         use super::*;
@@ -995,6 +1178,7 @@ mod tests {
                 from_az: "use1-az2".into(),
                 to: "b".into(),
                 to_az: "use1-az1".into(),
+                cache: false,
             };
             let err = Rds::from_client(client, Duration::from_millis(1))
                 .start(&failover)

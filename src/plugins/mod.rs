@@ -80,7 +80,7 @@ pub const REGISTRY: &[Registration] = &[
     },
     Registration {
         name: db::TYPE,
-        services: &["rds"],
+        services: &["rds", "elasticache"],
         build: db::plugin,
     },
 ];

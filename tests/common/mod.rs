@@ -2,10 +2,13 @@
 //! `azevac` binary run against it, and readers of the live estate and the journal table.
 #![allow(dead_code)] // each test binary uses its own part of this module
 
+pub mod elasticache;
 pub mod estate;
 pub mod kube;
 pub mod moto;
 pub mod proxy;
+pub mod query;
+pub mod rds;
 pub mod zonal;
 
 use std::collections::{BTreeMap, HashMap};
@@ -123,6 +126,29 @@ pub fn run_watched(proxy: &proxy::Proxy, args: &[&str]) -> Option<i32> {
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+}
+
+/// The 1-based number of the first `label` call of a run of `args` through the proxy that is not
+/// killed (runs of one estate call alike, so a kill at that number hits that call).
+pub fn call_number(proxy: &proxy::Proxy, args: &[&str], label: &str) -> usize {
+    proxy.set(proxy::Faults::default());
+    assert_eq!(run_watched(proxy, args), Some(0), "the unkilled run");
+    proxy
+        .calls()
+        .iter()
+        .position(|c| c == label)
+        .unwrap_or_else(|| panic!("no {label} call"))
+        + 1
+}
+
+/// The line of the resource named `name` in a JSON plan or report.
+pub fn plan_line<'a>(plan: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    plan["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["name"] == name)
+        .unwrap_or_else(|| panic!("no line for {name} in {plan:#}"))
 }
 
 /// The whole live estate: groups, services, functions.

@@ -108,6 +108,10 @@ struct State {
     child: Option<Arc<Mutex<Child>>>,
     killed: bool,
     hold: Holding,
+    /// ElastiCache primary promotion, which moto lacks.
+    cache: super::elasticache::FakeCache,
+    /// RDS forced failovers and standby zones, which moto lacks.
+    rds: super::rds::FakeRds,
 }
 
 /// A running proxy.
@@ -273,6 +277,16 @@ impl Proxy {
         self.state.lock().expect("state").injected
     }
 
+    /// The ElastiCache promotion fake, to read or to set refusals on.
+    pub fn cache<R>(&self, f: impl FnOnce(&mut super::elasticache::FakeCache) -> R) -> R {
+        f(&mut self.state.lock().expect("state").cache)
+    }
+
+    /// The RDS failover fake, to read or to set refusals on.
+    pub fn rds<R>(&self, f: impl FnOnce(&mut super::rds::FakeRds) -> R) -> R {
+        f(&mut self.state.lock().expect("state").rds)
+    }
+
     /// Whether the watched process was killed since the last `set`.
     pub fn killed(&self) -> bool {
         self.state.lock().expect("state").killed
@@ -385,6 +399,19 @@ async fn handle(
             response.body(Body::from(answer.body.to_string())).expect("response")
         }
         Decision::Forward { kill_after } => {
+            let refusal = {
+                let st = state.lock().expect("state");
+                st.cache
+                    .refuse(&service, &action, &text)
+                    .or_else(|| st.rds.refuse(&service, &action, &text))
+            };
+            if let Some((status, code, message)) = refusal {
+                return Response::builder()
+                    .status(status)
+                    .header("content-type", "text/xml")
+                    .body(Body::from(super::query::error_xml(code, &message)))
+                    .expect("response");
+            }
             let uri = format!(
                 "{upstream}{}",
                 parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/")
@@ -396,8 +423,26 @@ async fn handle(
             let forwarded = client.request(forward.body(Body::from(bytes)).expect("request")).await;
             let response = match forwarded {
                 Ok(resp) => {
-                    let (p, b) = resp.into_parts();
+                    let (mut p, b) = resp.into_parts();
                     let body = b.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                    let answered = String::from_utf8_lossy(&body);
+                    let rewritten = {
+                        let mut st = state.lock().expect("state");
+                        let status = p.status.as_u16();
+                        match st.cache.answered(&service, &action, &text, status, &answered) {
+                            Some(body) => Some(body),
+                            None => st.rds.answered(&service, &action, &text, status, &answered),
+                        }
+                    };
+                    if let Some(rewritten) = rewritten {
+                        p.headers.remove("content-length");
+                        return finish(
+                            &state,
+                            &service,
+                            kill_after,
+                            Response::from_parts(p, Body::from(rewritten)),
+                        );
+                    }
                     Response::from_parts(p, Body::from(body))
                 }
                 Err(_) => error_response(&service, Fault::Unavailable),
@@ -512,6 +557,7 @@ fn error_response(service: &str, fault: Fault) -> Response<Body> {
         (Fault::Throttle, "ec2") => (503, "RequestLimitExceeded"),
         (Fault::Throttle, "autoscaling" | "sts" | "rds" | "elasticloadbalancing") => (400, "Throttling"),
         (Fault::Throttle, "lambda") => (429, "TooManyRequestsException"),
+        (Fault::Throttle, "elasticache") => (400, "Throttling"),
         (Fault::Throttle, _) => (400, "ThrottlingException"),
         (Fault::ServerError, _) => (500, "InternalFailure"),
         (Fault::Unavailable, _) => (503, "ServiceUnavailable"),
@@ -530,6 +576,7 @@ fn error_response(service: &str, fault: Fault) -> Response<Body> {
             "text/xml",
             format!("<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error><RequestId>proxy</RequestId></ErrorResponse>"),
         ),
+        "elasticache" => ("text/xml", super::query::error_xml(code, message)),
         _ => ("application/x-amz-json-1.0", format!(r#"{{"__type":"{code}","message":"{message}"}}"#)),
     };
     Response::builder()
@@ -538,4 +585,13 @@ fn error_response(service: &str, fault: Fault) -> Response<Body> {
         .header("x-amzn-errortype", code)
         .body(Body::from(body))
         .expect("response")
+}
+
+/// The forwarded answer, or a dropped connection when the process is to be killed right after.
+fn finish(state: &Arc<Mutex<State>>, service: &str, kill_after: bool, response: Response<Body>) -> Response<Body> {
+    if kill_after {
+        kill(&mut state.lock().expect("state"));
+        return error_response(service, Fault::Drop);
+    }
+    response
 }

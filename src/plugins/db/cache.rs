@@ -1,0 +1,224 @@
+//! ElastiCache (Redis OSS / Valkey) replication groups as databases of the `db` type: a primary
+//! node in an impaired zone takes every write there. Cluster mode disabled: the replica chosen
+//! outside the zone is promoted (`ModifyReplicationGroup` `PrimaryClusterId`, `ApplyImmediately`),
+//! never `TestFailover`. Cluster mode enabled: listed as not movable, with why (see [`SHARDS_NOT_MOVABLE`]).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use aws_sdk_elasticache::types::ReplicationGroup;
+
+use super::{Database, Decision, Failover, Kind, Member};
+use crate::topology::Zones;
+use crate::{Error, Result};
+
+/// Why the shards of a cluster-mode-enabled group are not moved: the control plane reports no
+/// shard's primary, and its only per-shard failover lets the service choose the replica.
+pub const SHARDS_NOT_MOVABLE: &str = "cluster mode enabled: ElastiCache reports no shard's primary \
+     (CurrentRole is only for cluster mode disabled) and cannot promote a chosen replica of a shard \
+     (PrimaryClusterId is for cluster mode disabled); TestFailover picks the replica itself (possibly \
+     in this zone), is limited per day and may be blocked during large events; azevac does not use it";
+
+/// Whether an ARN is an ElastiCache resource's (`arn:aws:elasticache:...`).
+pub fn is_cache_arn(arn: &str) -> bool {
+    arn.split(':').nth(2) == Some("elasticache")
+}
+
+/// One shard of a cluster-mode-enabled group: its ID and its nodes' `(id, AZ ID)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shard {
+    /// The node group ID (`0001`).
+    pub id: String,
+    /// Its nodes and their AZ IDs.
+    pub nodes: Vec<(String, Option<String>)>,
+}
+
+/// What evacuating `az_id` means for a cluster-mode-enabled group (pure): nothing when none of its
+/// nodes is in the zone, otherwise a skip that names each shard with a node there.
+pub fn decide_shards(shards: &[Shard], az_id: &str) -> Decision {
+    let in_zone = |n: &(String, Option<String>)| n.1.as_deref() == Some(az_id);
+    let touched: Vec<String> = shards
+        .iter()
+        .filter(|s| s.nodes.iter().any(in_zone))
+        .map(|s| {
+            let here: Vec<&str> = s.nodes.iter().filter(|n| in_zone(n)).map(|n| n.0.as_str()).collect();
+            let outside = s.nodes.len() - here.len();
+            let replicas = if outside == 0 {
+                "no node outside the zone".to_owned()
+            } else {
+                format!("{outside} node(s) outside")
+            };
+            format!("shard {} ({} here; {replicas})", s.id, here.join(", "))
+        })
+        .collect();
+    if touched.is_empty() {
+        return Decision::Elsewhere;
+    }
+    Decision::Skip(format!(
+        "{SHARDS_NOT_MOVABLE}; nodes in {az_id}: {}",
+        touched.join(", ")
+    ))
+}
+
+/// Replication groups as databases (pure): nodes with their AZ IDs and roles.
+pub fn assemble(
+    groups: &[ReplicationGroup],
+    tags: &BTreeMap<String, BTreeMap<String, String>>,
+    zones: &Zones,
+) -> Vec<Database> {
+    let az_of = |name: Option<&str>| name.map(|n| zones.id_of(n).unwrap_or(n).to_owned());
+    groups
+        .iter()
+        .map(|g| {
+            let arn = g.arn().unwrap_or_default().to_owned();
+            let sharded = g.cluster_enabled() == Some(true) || g.node_groups().len() > 1;
+            let kind = if sharded {
+                Kind::CacheShards(
+                    g.node_groups()
+                        .iter()
+                        .map(|s| Shard {
+                            id: s.node_group_id().unwrap_or_default().to_owned(),
+                            nodes: s
+                                .node_group_members()
+                                .iter()
+                                .map(|m| {
+                                    (
+                                        m.cache_cluster_id().unwrap_or_default().to_owned(),
+                                        az_of(m.preferred_availability_zone()),
+                                    )
+                                })
+                                .collect(),
+                        })
+                        .collect(),
+                )
+            } else {
+                Kind::Cache
+            };
+            // A node's own state is not in this answer: its node group's stands for it, and
+            // ElastiCache itself refuses to promote a node that is not available.
+            let members = if sharded {
+                Vec::new()
+            } else {
+                g.node_groups()
+                    .iter()
+                    .flat_map(|s| {
+                        let status = s.status().unwrap_or_default().to_owned();
+                        s.node_group_members().iter().map(move |m| (m, status.clone()))
+                    })
+                    .map(|(m, status)| Member {
+                        id: m.cache_cluster_id().unwrap_or_default().to_owned(),
+                        az_id: az_of(m.preferred_availability_zone()),
+                        writer: m.current_role() == Some("primary"),
+                        tier: 0,
+                        class: g.cache_node_type().unwrap_or_default().to_owned(),
+                        status,
+                    })
+                    .collect()
+            };
+            Database {
+                tags: tags.get(&arn).cloned().unwrap_or_default(),
+                arn,
+                id: g.replication_group_id().unwrap_or_default().to_owned(),
+                kind,
+                status: g.status().unwrap_or_default().to_owned(),
+                members,
+            }
+        })
+        .collect()
+}
+
+/// The ElastiCache API.
+#[derive(Debug, Clone)]
+pub struct ElastiCache {
+    client: aws_sdk_elasticache::Client,
+    /// How often a promotion's progress is read.
+    pub poll: Duration,
+}
+
+impl ElastiCache {
+    /// A client from the shared configuration.
+    pub fn new(sdk: &aws_config::SdkConfig) -> Self {
+        ElastiCache {
+            client: crate::client!(aws_sdk_elasticache, sdk),
+            poll: Duration::from_secs(5),
+        }
+    }
+
+    /// Every replication group, with tags when `with_tags` (one call per group: only for `--tag`).
+    pub async fn groups(&self, zones: &Zones, with_tags: bool) -> Result<Vec<Database>> {
+        let groups: Vec<ReplicationGroup> = self
+            .client
+            .describe_replication_groups()
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| Error::from_sdk("elasticache:DescribeReplicationGroups", e))?;
+        let mut tags = BTreeMap::new();
+        for arn in groups.iter().filter(|_| with_tags).filter_map(|g| g.arn()) {
+            let out = self
+                .client
+                .list_tags_for_resource()
+                .resource_name(arn)
+                .send()
+                .await
+                .map_err(|e| Error::from_sdk("elasticache:ListTagsForResource", e))?;
+            let pairs = out
+                .tag_list()
+                .iter()
+                .filter_map(|t| Some((t.key()?.to_owned(), t.value().unwrap_or_default().to_owned())))
+                .collect();
+            tags.insert(arn.to_owned(), pairs);
+        }
+        Ok(assemble(&groups, &tags, zones))
+    }
+
+    /// Promote the failover's target to primary, at once.
+    pub async fn start(&self, failover: &Failover) -> Result<()> {
+        self.client
+            .modify_replication_group()
+            .replication_group_id(&failover.id)
+            .primary_cluster_id(&failover.to)
+            .apply_immediately(true)
+            .send()
+            .await
+            .map_err(|e| Error::from_sdk("elasticache:ModifyReplicationGroup", e))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shard(id: &str, nodes: &[(&str, &str)]) -> Shard {
+        Shard {
+            id: id.into(),
+            nodes: nodes
+                .iter()
+                .map(|(n, z)| (n.to_string(), Some(z.to_string())))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn shards_with_a_node_in_the_zone_are_listed_as_not_movable() {
+        let shards = [
+            shard("0001", &[("s-0001-001", "use1-az2"), ("s-0001-002", "use1-az1")]),
+            shard("0002", &[("s-0002-001", "use1-az2")]),
+            shard("0003", &[("s-0003-001", "use1-az1")]),
+        ];
+        let Decision::Skip(why) = decide_shards(&shards, "use1-az2") else {
+            panic!("not skipped");
+        };
+        assert!(why.starts_with(SHARDS_NOT_MOVABLE), "{why}");
+        assert!(why.contains("shard 0001 (s-0001-001 here; 1 node(s) outside)"), "{why}");
+        assert!(
+            why.contains("shard 0002 (s-0002-001 here; no node outside the zone)"),
+            "{why}"
+        );
+        assert!(!why.contains("0003"), "{why}");
+        assert_eq!(decide_shards(&shards, "use1-az4"), Decision::Elsewhere);
+    }
+}
