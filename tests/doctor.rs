@@ -239,7 +239,11 @@ async fn doctor_names_a_denied_permission_and_checks_the_rest() {
         "{fix}"
     );
     for name in ["ecs", "lambda", "db", "zonal-shift", "journal table"] {
-        assert_eq!(verdict_of(&found, name), ["ok"], "{name}: {found:#?}");
+        let verdicts = verdict_of(&found, name);
+        assert!(
+            !verdicts.is_empty() && verdicts.iter().all(|v| v == "ok"),
+            "{name}: {found:#?}"
+        );
     }
     assert_read_only(&proxy);
 

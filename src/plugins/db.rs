@@ -557,7 +557,10 @@ impl Plugin for Databases {
     async fn probe(&self) -> Vec<super::Check> {
         // 20 is the least a page of DescribeDBClusters may ask for.
         let listed = self.rds.client.describe_db_clusters().max_records(20).send().await;
-        vec![super::Check::answered(TYPE, "rds:DescribeDBClusters", listed)]
+        vec![
+            super::Check::answered(TYPE, "rds:DescribeDBClusters", listed),
+            self.cache.probe().await,
+        ]
     }
 }
 

@@ -136,6 +136,12 @@ pub struct ElastiCache {
 }
 
 impl ElastiCache {
+    /// `azevac doctor`: one page of replication groups (20 is the least a page may ask for).
+    pub async fn probe(&self) -> crate::check::Check {
+        let listed = self.client.describe_replication_groups().max_records(20).send().await;
+        crate::check::Check::answered(super::TYPE, "elasticache:DescribeReplicationGroups", listed)
+    }
+
     /// A client from the shared configuration.
     pub fn new(sdk: &aws_config::SdkConfig) -> Self {
         ElastiCache {
