@@ -156,6 +156,16 @@ pub struct KubeAccess {
     pub kubeconfig: Option<std::path::PathBuf>,
 }
 
+/// `--notify`, shared by the commands that change things.
+#[derive(Debug, Args)]
+pub struct Notify {
+    /// SNS topic to tell when a real run starts and when it ends (repeatable; AWS Chatbot,
+    /// PagerDuty or e-mail subscribe to it). A publish that fails is a warning, never a stop.
+    #[arg(long = "notify", value_name = "TOPIC_ARN", env = "AZEVAC_NOTIFY", hide_env_values = true, value_delimiter = ',',
+          value_parser = crate::notify::parse_topic_arn)]
+    pub topics: Vec<String>,
+}
+
 /// `azevac evacuate`.
 #[derive(Debug, Args)]
 pub struct Evacuate {
@@ -180,6 +190,9 @@ pub struct Evacuate {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub wait: Wait,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub notify: Notify,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub kube: KubeAccess,
@@ -383,6 +396,9 @@ pub struct Recover {
     pub wait: Wait,
     #[command(flatten)]
     #[allow(missing_docs)]
+    pub notify: Notify,
+    #[command(flatten)]
+    #[allow(missing_docs)]
     pub kube: KubeAccess,
 }
 
@@ -398,6 +414,9 @@ pub struct Apply {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub wait: Wait,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub notify: Notify,
     /// Kubeconfig file for the plan's kube contexts (default: KUBECONFIG, then ~/.kube/config).
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<std::path::PathBuf>,

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod journal;
 pub mod model;
+pub mod notify;
 pub mod plan;
 pub mod plugins;
 pub mod report;

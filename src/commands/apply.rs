@@ -50,7 +50,8 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
         .prepare(saved.plan.command, az_id, request, args.kubeconfig.clone())
         .await?;
     matches_live(&saved.plan, &live.plan, &shown)?;
-    ctx.carry_out(live, args.yes, &args.wait).await
+    ctx.carry_out_notifying(live, args.yes, &args.wait, &args.notify.topics)
+        .await
 }
 
 /// Read and check the saved plan document (a file, or stdin for `-`).

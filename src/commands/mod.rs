@@ -115,6 +115,17 @@ impl Context {
 
     /// Show the plan, ask, and have the engine carry it out; returns the exit code.
     pub async fn carry_out(&self, prepared: Prepared, yes: bool, wait: &cli::Wait) -> Result<i32> {
+        self.carry_out_notifying(prepared, yes, wait, &[]).await
+    }
+
+    /// [`Context::carry_out`], telling the `--notify` topics when the run starts and ends.
+    pub async fn carry_out_notifying(
+        &self,
+        prepared: Prepared,
+        yes: bool,
+        wait: &cli::Wait,
+        notify: &[String],
+    ) -> Result<i32> {
         let plan = &prepared.plan;
         let changes = plan.items.iter().filter(|i| i.changes_resource()).count();
         let planned = plan.count(Status::Planned);
@@ -167,7 +178,13 @@ impl Context {
             lease: self.lease,
             wait: wait.wait.then_some(wait.wait_timeout),
         };
+        let notifier = crate::notify::Notifier::new(&self.sdk, notify);
+        let started = std::time::Instant::now();
+        notifier.publish(&crate::notify::started(plan, &audit)).await;
         let (mut plan, phases) = prepared.carry_out(&self.journal, &audit, &settings).await;
+        notifier
+            .publish(&crate::notify::ended(&plan, &audit, started.elapsed()))
+            .await;
         self.attach_stats(&mut plan, &phases);
         crate::report::print(&plan, self.output, crate::report::Phase::Result);
         Ok(exit_code(&plan))

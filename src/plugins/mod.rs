@@ -85,8 +85,8 @@ pub const REGISTRY: &[Registration] = &[
 ];
 
 /// The IAM service prefixes every run uses whatever the types: zones and subnets, the journal, the
-/// caller's identity.
-pub const CORE_SERVICES: &[&str] = &["ec2", "dynamodb", "sts"];
+/// caller's identity, and the `--notify` topics.
+pub const CORE_SERVICES: &[&str] = &["ec2", "dynamodb", "sts", "sns"];
 
 /// The `--type` values azevac knows, in registry order.
 pub fn types() -> Vec<&'static str> {
