@@ -67,6 +67,12 @@ pub struct Global {
     /// More log lines on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// What goes to stderr: lines for people, or one JSON object per line for the incident timeline
+    /// (run started, each line planned and changed / failed / skipped, run ended; each with an
+    /// RFC 3339 timestamp and the run ID). No progress bar with json.
+    #[arg(long, global = true, env = "AZEVAC_LOG_FORMAT", hide_env_values = true, value_enum,
+          default_value_t = crate::events::LogFormat::Text)]
+    pub log_format: crate::events::LogFormat,
 }
 
 pub use crate::model::Output;

@@ -9,6 +9,7 @@ pub mod commands;
 pub mod crosszone;
 pub mod engine;
 pub mod error;
+pub mod events;
 pub mod journal;
 pub mod model;
 pub mod notify;

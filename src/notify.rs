@@ -299,7 +299,7 @@ impl Notifier {
             if let Err(e) = sent {
                 let why = aws_sdk_sns::error::DisplayErrorContext(&e).to_string();
                 let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
-                eprintln!(
+                crate::say!(
                     "azevac: warning: could not notify {} ({PUBLISH}): {}",
                     crate::text::clean(topic),
                     crate::text::clean(&why)

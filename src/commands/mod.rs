@@ -67,7 +67,7 @@ impl Context {
             output: global.output,
             concurrency: usize::from(global.concurrency),
             stats: global.stats,
-            progress: !global.no_progress,
+            progress: !global.no_progress && !crate::events::json(),
             lease: global.lease,
             sdk,
         })
@@ -88,7 +88,7 @@ impl Context {
             }
         };
         let run_id = uuid::Uuid::new_v4().to_string();
-        eprintln!("azevac: run {run_id} as {}", crate::text::clean(&caller));
+        crate::say!("azevac: run {run_id} as {}", crate::text::clean(&caller));
         Audit { run_id, caller, reason }
     }
 
@@ -153,15 +153,15 @@ impl Context {
             }
         };
         if !confirm(&question, yes)? {
-            eprintln!("azevac: nothing changed");
+            crate::say!("azevac: nothing changed");
             return Ok(EXIT_OK);
         }
         if plan.command == Command::Evacuate {
             if self.journal.create().await? {
-                eprintln!("azevac: created journal table {}", self.journal.table());
+                crate::say!("azevac: created journal table {}", self.journal.table());
                 // Protection must not hold up an evacuation: a failure is one warning line.
                 if let Err(e) = self.journal.protect().await {
-                    eprintln!(
+                    crate::say!(
                         "azevac: warning: could not turn on point-in-time recovery for the journal: {}; \
                          run `azevac init` later",
                         crate::report::clean(&describe(&e))
@@ -196,10 +196,10 @@ impl Context {
         match self.journal.protection().await {
             Ok(protection) => {
                 if let Some(warning) = protection.warning(self.journal.table()) {
-                    eprintln!("azevac: warning: {warning}");
+                    crate::say!("azevac: warning: {warning}");
                 }
             }
-            Err(e) => eprintln!(
+            Err(e) => crate::say!(
                 "azevac: warning: could not check the journal's protection: {}",
                 crate::report::clean(&describe(&e))
             ),
@@ -210,7 +210,7 @@ impl Context {
     fn attach_stats(&self, plan: &mut Plan, phases: &crate::stats::Phases) {
         if self.stats {
             let stats = phases.stats();
-            eprint!("{}", stats.render());
+            crate::say!("{}", stats.render().trim_end());
             plan.stats = Some(stats);
         }
     }

@@ -526,7 +526,7 @@ impl Databases {
                 failover.to_az,
                 elapsed.as_secs()
             );
-            eprintln!("{}", crate::text::clean(&progress));
+            crate::say!("{}", crate::text::clean(&progress));
             tokio::time::sleep(self.rds.poll.min(self.timeout - elapsed)).await;
         }
     }
