@@ -4,30 +4,11 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
-use common::estate::{self, AsgSpec, Spec, VpcSpec};
+use common::estate::{self, Spec};
 use common::{azevac, azevac_at, Moto, ZONE};
 
 fn estate() -> Spec {
-    Spec {
-        vpcs: vec![VpcSpec {
-            name: "main".into(),
-            cidr: "10.72.0.0/16".into(),
-            zones: ["use1-az1", "use1-az2"].iter().map(|z| z.to_string()).collect(),
-        }],
-        auto_scaling_groups: ["web", "api"]
-            .iter()
-            .map(|name| AsgSpec {
-                name: (*name).into(),
-                vpc: "main".into(),
-                zones: vec!["use1-az1".into(), "use1-az2".into()],
-                desired: 0,
-                tags: BTreeMap::new(),
-            })
-            .collect(),
-        ..Spec::default()
-    }
+    estate::groups_in_two_zones("10.72.0.0/16", &["web", "api"])
 }
 
 /// Every stderr line parsed; panics on one that is not a JSON object with an RFC 3339 timestamp.

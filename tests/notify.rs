@@ -5,34 +5,16 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
 use azevac::notify::parse_topic_arn;
-use common::estate::{self, AsgSpec, Spec, VpcSpec};
+use common::estate::{self, Spec};
 use common::{azevac, azevac_at, live_groups, Moto, ZONE};
 use proptest::prelude::*;
 
 fn estate() -> Spec {
-    Spec {
-        vpcs: vec![VpcSpec {
-            name: "main".into(),
-            cidr: "10.71.0.0/16".into(),
-            zones: ["use1-az1", "use1-az2"].iter().map(|z| z.to_string()).collect(),
-        }],
-        auto_scaling_groups: ["web", "api"]
-            .iter()
-            .map(|name| AsgSpec {
-                name: (*name).into(),
-                vpc: "main".into(),
-                zones: vec!["use1-az1".into(), "use1-az2".into()],
-                desired: 0,
-                tags: BTreeMap::new(),
-            })
-            .collect(),
-        ..Spec::default()
-    }
+    estate::groups_in_two_zones("10.71.0.0/16", &["web", "api"])
 }
 
 /// SQS in moto, through boto3 from `.venv-moto`: `create NAME` prints the queue's ARN, `drain NAME`
