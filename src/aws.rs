@@ -44,7 +44,7 @@ pub async fn load(conn: &Connection) -> Result<SdkConfig> {
                 "no AWS region configured: pass --region, set AWS_REGION, or set region in the profile".into(),
             ));
         };
-        eprintln!(
+        crate::say!(
             "azevac: no AWS region configured; {} is in {implied}, so using {implied} (pass --region to choose)",
             conn.az_id.as_deref().unwrap_or_default()
         );

@@ -72,6 +72,12 @@ pub struct Global {
     /// More log lines on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// What goes to stderr: lines for people, or one JSON object per line for the incident timeline
+    /// (run started, each line planned and changed / failed / skipped, run ended; each with an
+    /// RFC 3339 timestamp and the run ID). No progress bar with json.
+    #[arg(long, global = true, env = "AZEVAC_LOG_FORMAT", hide_env_values = true, value_enum,
+          default_value_t = crate::events::LogFormat::Text)]
+    pub log_format: crate::events::LogFormat,
 }
 
 pub use crate::model::Output;
@@ -165,6 +171,16 @@ pub struct KubeAccess {
     pub kubeconfig: Option<std::path::PathBuf>,
 }
 
+/// `--notify`, shared by the commands that change things.
+#[derive(Debug, Args)]
+pub struct Notify {
+    /// SNS topic to tell when a real run starts and when it ends (repeatable; AWS Chatbot,
+    /// PagerDuty or e-mail subscribe to it). A publish that fails is a warning, never a stop.
+    #[arg(long = "notify", value_name = "TOPIC_ARN", env = "AZEVAC_NOTIFY", hide_env_values = true, value_delimiter = ',',
+          value_parser = crate::notify::parse_topic_arn)]
+    pub topics: Vec<String>,
+}
+
 /// `azevac evacuate`.
 #[derive(Debug, Args)]
 pub struct Evacuate {
@@ -189,6 +205,9 @@ pub struct Evacuate {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub wait: Wait,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub notify: Notify,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub kube: KubeAccess,
@@ -397,6 +416,9 @@ pub struct Recover {
     pub wait: Wait,
     #[command(flatten)]
     #[allow(missing_docs)]
+    pub notify: Notify,
+    #[command(flatten)]
+    #[allow(missing_docs)]
     pub kube: KubeAccess,
 }
 
@@ -412,6 +434,9 @@ pub struct Apply {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub wait: Wait,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub notify: Notify,
     /// Kubeconfig file for the plan's kube contexts (default: KUBECONFIG, then ~/.kube/config).
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<std::path::PathBuf>,

@@ -281,12 +281,14 @@ impl Prepared {
         let lease = Lease::new(audit, settings.lease);
         let heartbeat = journal.heartbeat(lease.clone());
         let command = self.plan.command;
+        let timeline = crate::events::Timeline::start(&self.plan, audit);
         let run = Run {
             journal,
             audit,
             lease: &lease,
             plugins: &self.plugins,
             settings,
+            timeline: &timeline,
         };
         for stage in [Stage::First, Stage::Capacity, Stage::Last] {
             let in_stage = |plan: &Plan| -> Vec<usize> {
@@ -341,11 +343,12 @@ impl Prepared {
                 .collect();
             match journal.sweep_locks(&keep).await {
                 Ok(0) => {}
-                Ok(n) => eprintln!("azevac: removed {n} lock(s) left by runs that died"),
+                Ok(n) => crate::say!("azevac: removed {n} lock(s) left by runs that died"),
                 Err(e) => tracing::warn!(error = %describe(&e), "stale locks not swept"),
             }
         }
         self.phases.end("verify");
+        timeline.end(&self.plan);
         (self.plan, self.phases)
     }
 }
@@ -357,6 +360,8 @@ struct Run<'a> {
     lease: &'a Arc<Lease>,
     plugins: &'a [Box<dyn Plugin>],
     settings: &'a Settings,
+    /// `--log-format json`: the run's events, emitted as lines reach their status.
+    timeline: &'a crate::events::Timeline,
 }
 
 /// A line being carried out: its index in the plan and, once acquired, its lock and intent.
@@ -455,6 +460,7 @@ impl Run<'_> {
         for (index, result) in order.into_iter().zip(released) {
             after_release(command, &mut plan.items[index], result);
         }
+        self.timeline.update(plan);
     }
 
     /// Take every line's lock and journal its intent. A line whose resource another live run holds

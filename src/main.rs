@@ -10,6 +10,7 @@ use azevac::commands;
 #[tokio::main]
 async fn main() {
     let cli = Cli::parse();
+    azevac::events::init(cli.global.log_format);
     init_logging(cli.global.verbose);
     let code = match commands::run(&cli).await {
         Ok(code) => code,
@@ -21,7 +22,7 @@ async fn main() {
                 .collect::<Vec<_>>()
                 .join(" ");
             let message = azevac::report::clean(&message);
-            eprintln!("azevac: error: {message}");
+            azevac::say!("azevac: error: {message}");
             err.exit_code()
         }
     };
@@ -41,9 +42,13 @@ fn init_logging(verbose: u8) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Colour only for a person at a terminal, and never when NO_COLOR is set (no-color.org).
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(colour)
-        .init();
+        .with_writer(std::io::stderr);
+    // `--log-format json`: the SDK's and azevac's log lines are JSON objects too.
+    if azevac::events::json() {
+        logs.json().init();
+    } else {
+        logs.with_ansi(colour).init();
+    }
 }

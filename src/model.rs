@@ -49,7 +49,7 @@ impl Resource {
 }
 
 /// Which command a plan is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Command {
     /// Take a zone's subnets away.
@@ -59,7 +59,7 @@ pub enum Command {
 }
 
 /// Where a resource stands in a plan or after a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Will change (dry run, or not yet executed).
@@ -85,7 +85,7 @@ impl Status {
 }
 
 /// One resource's line in the plan.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Item {
     /// The plugin's `--type` value.
     #[serde(rename = "type")]
@@ -178,7 +178,7 @@ impl Item {
 }
 
 /// A whole plan: one command, one or all zones, every resource it concerns.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Plan {
     /// The command.
     pub command: Command,
@@ -225,7 +225,7 @@ impl Plan {
 
 /// The inputs a plan is made from besides the zone: saved in `--dry-run --output json`, so that
 /// `azevac apply` plans again from the same inputs and can tell whether the live state moved.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Request {
     /// `--type` (every type when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -296,7 +296,7 @@ impl Request {
 }
 
 /// Where a journalled change stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum State {
     /// Written before the change: the subnets may or may not have been removed yet.
@@ -316,7 +316,7 @@ impl State {
 }
 
 /// One journal item: a resource that lost subnets in one AZ.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Record {
     /// The evacuated AZ ID (partition key).
     pub az_id: String,
@@ -371,7 +371,18 @@ pub enum Output {
 }
 
 /// What evacuating a node means (`--k8s-mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Taint `NoExecute`: running pods are evicted (ignoring PodDisruptionBudgets), no new ones land.

@@ -24,7 +24,8 @@ pub enum Phase {
     Result,
 }
 
-#[derive(Serialize)]
+/// How many lines stand in each status.
+#[derive(Serialize, schemars::JsonSchema)]
 struct Summary {
     planned: usize,
     done: usize,
@@ -33,12 +34,55 @@ struct Summary {
     already_evacuated: usize,
 }
 
-#[derive(Serialize)]
+/// `evacuate`, `recover` and `apply` with `--output json`: the plan (`dry_run`: nothing was changed)
+/// or the result of a real run, each line with its status.
+#[derive(Serialize, schemars::JsonSchema)]
 struct Document<'a> {
     dry_run: bool,
     #[serde(flatten)]
     plan: &'a Plan,
     summary: Summary,
+}
+
+/// `status --output json`: the journal's records, the live locks, the items that could not be read.
+#[derive(Serialize, schemars::JsonSchema)]
+struct StatusDocument<'a> {
+    records: &'a [Record],
+    locks: Vec<LiveLock<'a>>,
+    problems: &'a [String],
+}
+
+/// A resource another run is changing now.
+#[derive(Serialize, schemars::JsonSchema)]
+struct LiveLock<'a> {
+    resource: &'a str,
+    run_id: &'a str,
+    caller: &'a str,
+    /// RFC 3339.
+    lease_until: String,
+}
+
+/// Every document `--output json` prints (`shift list` aside).
+#[derive(Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // only its schema is used
+enum Published<'a> {
+    /// A plan or a run's result.
+    Plan(Document<'a>),
+    /// `azevac status`.
+    Status(StatusDocument<'a>),
+}
+
+/// The JSON Schema (draft 2020-12) of what `--output json` prints, generated from the types that
+/// print it; `fixtures/output.schema.json` is this (`UPDATE_SCHEMA=1 cargo test --test schema`
+/// rewrites it).
+pub fn output_schema() -> serde_json::Value {
+    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<Published<'static>>();
+    schema.insert("title".into(), "azevac --output json".into());
+    schema.to_value()
 }
 
 /// Print a plan or a run's outcome.
@@ -162,16 +206,21 @@ fn status_word(status: Status) -> &'static str {
 /// Print the journal's records (`azevac status`), marking those another run is changing now.
 pub fn print_status(records: &[Record], locks: &[Lock], problems: &[String], output: Output) {
     if output == Output::Json {
-        let live: Vec<serde_json::Value> = locks
+        let live: Vec<LiveLock<'_>> = locks
             .iter()
             .filter(|l| l.is_live())
-            .map(|l| {
-                serde_json::json!({
-                    "resource": l.resource, "run_id": l.run_id, "caller": l.caller, "lease_until": l.until(),
-                })
+            .map(|l| LiveLock {
+                resource: &l.resource,
+                run_id: &l.run_id,
+                caller: &l.caller,
+                lease_until: l.until(),
             })
             .collect();
-        let document = serde_json::json!({ "records": records, "locks": live, "problems": problems });
+        let document = StatusDocument {
+            records,
+            locks: live,
+            problems,
+        };
         println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
         return;
     }

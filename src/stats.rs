@@ -16,7 +16,7 @@ use aws_smithy_types::config_bag::ConfigBag;
 use serde::Serialize;
 
 /// Calls and attempts of one operation.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Count {
     /// Operations started.
     pub calls: u64,
@@ -75,7 +75,7 @@ impl Intercept for CallCounter {
 }
 
 /// What `--stats` reports.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct Stats {
     /// Per `service:Operation`.
     pub operations: BTreeMap<String, Count>,

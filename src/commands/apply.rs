@@ -50,7 +50,8 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
         .prepare(saved.plan.command, az_id, request, args.kubeconfig.clone())
         .await?;
     matches_live(&saved.plan, &live.plan, &shown)?;
-    ctx.carry_out(live, args.yes, &args.wait).await
+    ctx.carry_out_notifying(live, args.yes, &args.wait, &args.notify.topics)
+        .await
 }
 
 /// Read and check the saved plan document (a file, or stdin for `-`).
@@ -81,12 +82,12 @@ fn read(path: &Path) -> Result<Saved> {
 fn matches_live(saved: &Plan, live: &Plan, shown: &str) -> Result<()> {
     let differences = plan::differences(saved, live);
     if differences.is_empty() {
-        eprintln!("azevac: {shown} matches the live state ({} lines)", saved.items.len());
+        crate::say!("azevac: {shown} matches the live state ({} lines)", saved.items.len());
         return Ok(());
     }
-    eprintln!("azevac: the live state no longer gives the plan in {shown}:");
+    crate::say!("azevac: the live state no longer gives the plan in {shown}:");
     for line in &differences {
-        eprintln!("  {}", crate::text::clean(line));
+        crate::say!("  {}", crate::text::clean(line));
     }
     Err(Error::BadInput(format!(
         "{shown} no longer matches the live state ({} line(s) differ, listed above); nothing changed: \

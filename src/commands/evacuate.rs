@@ -19,5 +19,6 @@ pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
     if args.confirm.dry_run {
         return Ok(ctx.print_only(prepared, true));
     }
-    ctx.carry_out(prepared, args.confirm.yes, &args.wait).await
+    ctx.carry_out_notifying(prepared, args.confirm.yes, &args.wait, &args.notify.topics)
+        .await
 }

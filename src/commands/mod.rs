@@ -71,7 +71,7 @@ impl Context {
             output: global.output,
             concurrency: usize::from(global.concurrency),
             stats: global.stats,
-            progress: !global.no_progress,
+            progress: !global.no_progress && !crate::events::json(),
             lease: global.lease,
             sdk,
         })
@@ -92,7 +92,7 @@ impl Context {
             }
         };
         let run_id = uuid::Uuid::new_v4().to_string();
-        eprintln!("azevac: run {run_id} as {}", crate::text::clean(&caller));
+        crate::say!("azevac: run {run_id} as {}", crate::text::clean(&caller));
         Audit { run_id, caller, reason }
     }
 
@@ -119,6 +119,17 @@ impl Context {
 
     /// Show the plan, ask, and have the engine carry it out; returns the exit code.
     pub async fn carry_out(&self, prepared: Prepared, yes: bool, wait: &cli::Wait) -> Result<i32> {
+        self.carry_out_notifying(prepared, yes, wait, &[]).await
+    }
+
+    /// [`Context::carry_out`], telling the `--notify` topics when the run starts and ends.
+    pub async fn carry_out_notifying(
+        &self,
+        prepared: Prepared,
+        yes: bool,
+        wait: &cli::Wait,
+        notify: &[String],
+    ) -> Result<i32> {
         let plan = &prepared.plan;
         let changes = plan.items.iter().filter(|i| i.changes_resource()).count();
         let planned = plan.count(Status::Planned);
@@ -146,15 +157,15 @@ impl Context {
             }
         };
         if !confirm(&question, yes)? {
-            eprintln!("azevac: nothing changed");
+            crate::say!("azevac: nothing changed");
             return Ok(EXIT_OK);
         }
         if plan.command == Command::Evacuate {
             if self.journal.create().await? {
-                eprintln!("azevac: created journal table {}", self.journal.table());
+                crate::say!("azevac: created journal table {}", self.journal.table());
                 // Protection must not hold up an evacuation: a failure is one warning line.
                 if let Err(e) = self.journal.protect().await {
-                    eprintln!(
+                    crate::say!(
                         "azevac: warning: could not turn on point-in-time recovery for the journal: {}; \
                          run `azevac init` later",
                         crate::report::clean(&describe(&e))
@@ -171,7 +182,13 @@ impl Context {
             lease: self.lease,
             wait: wait.wait.then_some(wait.wait_timeout),
         };
+        let notifier = crate::notify::Notifier::new(&self.sdk, notify);
+        let started = std::time::Instant::now();
+        notifier.publish(&crate::notify::started(plan, &audit)).await;
         let (mut plan, phases) = prepared.carry_out(&self.journal, &audit, &settings).await;
+        notifier
+            .publish(&crate::notify::ended(&plan, &audit, started.elapsed()))
+            .await;
         self.attach_stats(&mut plan, &phases);
         crate::report::print(&plan, self.output, crate::report::Phase::Result);
         Ok(exit_code(&plan))
@@ -183,10 +200,10 @@ impl Context {
         match self.journal.protection().await {
             Ok(protection) => {
                 if let Some(warning) = protection.warning(self.journal.table()) {
-                    eprintln!("azevac: warning: {warning}");
+                    crate::say!("azevac: warning: {warning}");
                 }
             }
-            Err(e) => eprintln!(
+            Err(e) => crate::say!(
                 "azevac: warning: could not check the journal's protection: {}",
                 crate::report::clean(&describe(&e))
             ),
@@ -197,7 +214,7 @@ impl Context {
     fn attach_stats(&self, plan: &mut Plan, phases: &crate::stats::Phases) {
         if self.stats {
             let stats = phases.stats();
-            eprint!("{}", stats.render());
+            crate::say!("{}", stats.render().trim_end());
             plan.stats = Some(stats);
         }
     }

@@ -15,7 +15,7 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     }
     let protection = ctx.journal.require().await?;
     if let Some(warning) = protection.warning(ctx.journal.table()) {
-        eprintln!("azevac: warning: {warning}");
+        crate::say!("azevac: warning: {warning}");
     }
     let mut records = Vec::new();
     let mut problems = Vec::new();

@@ -243,7 +243,7 @@ impl Journal {
                 .filter(|&i| dead.contains_key(lines[i].key()))
                 .collect();
             for run in dead.values().collect::<std::collections::BTreeSet<_>>() {
-                eprintln!(
+                crate::say!(
                     "azevac: run {} died on this host; taking over its locks",
                     crate::text::clean(&run.to_string())
                 );
@@ -559,7 +559,7 @@ impl Journal {
             meant.removed_subnets.join(", "),
             meant.actions.join(", ")
         );
-        eprintln!("{}", crate::text::clean(&line));
+        crate::say!("{}", crate::text::clean(&line));
         Err(Error::JournalConflict {
             az_id: meant.az_id.clone(),
             resource: meant.resource.clone(),

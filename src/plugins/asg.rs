@@ -235,7 +235,7 @@ impl SubnetService for AutoScaling {
     async fn settle(&self, resources: &[Resource], timeout: Duration) -> Result<Vec<(String, String)>> {
         let deadline = Instant::now() + timeout;
         let mut waiting: Vec<String> = resources.iter().map(|r| r.id.clone()).collect();
-        eprintln!(
+        crate::say!(
             "azevac: waiting up to {} for {} Auto Scaling group(s) to have their capacity InService in their zones",
             humantime::format_duration(timeout),
             waiting.len()
@@ -353,7 +353,7 @@ impl AutoScaling {
                     ),
                 });
             }
-            eprintln!(
+            crate::say!(
                 "azevac: {}: waiting for replacements to be InService before the next batch",
                 crate::text::clean(name)
             );

@@ -650,7 +650,7 @@ impl Databases {
                 failover.to_az,
                 elapsed.as_secs()
             );
-            eprintln!("{}", crate::text::clean(&progress));
+            crate::say!("{}", crate::text::clean(&progress));
             tokio::time::sleep(poll.min(self.timeout - elapsed)).await;
         }
     }

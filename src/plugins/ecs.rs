@@ -207,7 +207,7 @@ impl SubnetService for Ecs {
             for chunk in services.chunks(DESCRIBE_BATCH) {
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                 tracing::info!(cluster = %cluster, services = chunk.len(), "waiting for ECS services to reach steady state");
-                eprintln!(
+                crate::say!(
                     "azevac: waiting for {} ECS service(s) in {} to reach steady state",
                     chunk.len(),
                     crate::text::clean(&cluster)

@@ -435,7 +435,7 @@ impl Cluster {
                             ));
                             break;
                         }
-                        eprintln!(
+                        crate::say!(
                             "azevac: waiting to evict {}: a PodDisruptionBudget refuses it for now",
                             crate::text::clean(&format!("{namespace}/{name}"))
                         );
@@ -509,7 +509,7 @@ pub(crate) async fn clusters_of(
     };
     let clusters = if options.contexts.is_empty() {
         if request.names(resource_type) {
-            eprintln!("azevac: notice: --type {resource_type} needs --kube-context CONTEXT; {what} left out");
+            crate::say!("azevac: notice: --type {resource_type} needs --kube-context CONTEXT; {what} left out");
         } else {
             tracing::info!("no --kube-context: {what} left out");
         }

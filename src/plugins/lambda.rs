@@ -72,7 +72,7 @@ impl Lambda {
     }
 
     async fn wait_until_updated(&self, function: &str) -> Result<()> {
-        eprintln!(
+        crate::say!(
             "azevac: waiting for the update in progress on {} to finish",
             crate::text::clean(function)
         );

@@ -86,8 +86,8 @@ pub const REGISTRY: &[Registration] = &[
 ];
 
 /// The IAM service prefixes every run uses whatever the types: zones and subnets, the journal, the
-/// caller's identity.
-pub const CORE_SERVICES: &[&str] = &["ec2", "dynamodb", "sts"];
+/// caller's identity, and the `--notify` topics.
+pub const CORE_SERVICES: &[&str] = &["ec2", "dynamodb", "sts", "sns"];
 
 /// Every AWS service azevac calls (signing names; the same as the IAM prefixes here): the core
 /// ones and each registered type's, for `--max-rate`.

@@ -132,6 +132,29 @@ impl Seeded {
     }
 }
 
+/// One VPC `main` (`cidr`) over use1-az1 and use1-az2, and empty Auto Scaling groups with these
+/// names in both zones: the smallest estate a real run changes something in.
+pub fn groups_in_two_zones(cidr: &str, groups: &[&str]) -> Spec {
+    Spec {
+        vpcs: vec![VpcSpec {
+            name: "main".into(),
+            cidr: cidr.into(),
+            zones: ["use1-az1", "use1-az2"].iter().map(|z| z.to_string()).collect(),
+        }],
+        auto_scaling_groups: groups
+            .iter()
+            .map(|name| AsgSpec {
+                name: (*name).into(),
+                vpc: "main".into(),
+                zones: vec!["use1-az1".into(), "use1-az2".into()],
+                desired: 0,
+                tags: BTreeMap::new(),
+            })
+            .collect(),
+        ..Spec::default()
+    }
+}
+
 /// Read a spec from a JSON file.
 pub fn read_spec(path: &std::path::Path) -> Spec {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -1,0 +1,425 @@
+//! `--notify`: tell the incident channel when a real run starts and when it ends, through SNS
+//! topics (where AWS Chatbot / Amazon Q Developer, PagerDuty and e-mail subscribe). A notification
+//! is a courtesy to the people watching, never a step of the evacuation: a publish that fails is
+//! one warning line, and the run goes on with the same exit code.
+//!
+//! Each publish uses SNS's `MessageStructure=json`: e-mail subscribers get a plain-text message,
+//! every other protocol (Chatbot's HTTPS endpoint, SQS, Lambda, HTTPS webhooks) gets an AWS Chatbot
+//! custom notification (`{"version":"1.0","source":"custom","content":{...},"metadata":{...}}`),
+//! whose `content.description` is the same plain text and whose `metadata.threadId` is the run ID,
+//! so that a run's two messages form one thread in the chat channel.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use aws_config::{Region, SdkConfig};
+use aws_smithy_types::timeout::TimeoutConfig;
+
+use crate::model::{Audit, Command, Plan, Status};
+
+/// The call, as the IAM policy and the warnings name it.
+const PUBLISH: &str = "sns:Publish";
+/// SNS's limit on a subject: 100 printable ASCII characters.
+const SUBJECT_MAX: usize = 100;
+/// At most this many failed lines are listed in a message (the count is always complete).
+const FAILURES_LISTED: usize = 50;
+/// The longest a publish may take in all: the people can wait, the evacuation should not.
+const PUBLISH_TIMEOUT: Duration = Duration::from_secs(20);
+/// The longest one attempt of a publish may take.
+const PUBLISH_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// `--notify`: an SNS topic ARN, `arn:PARTITION:sns:REGION:ACCOUNT:NAME` (a FIFO topic's name ends
+/// in `.fifo`). Checked at parse time, so a typo fails before anything changes.
+pub fn parse_topic_arn(text: &str) -> Result<String, String> {
+    let hint = "expected an SNS topic ARN, e.g. arn:aws:sns:us-east-1:123456789012:incidents";
+    let parts: Vec<&str> = text.split(':').collect();
+    let [arn, partition, service, region, account, name] = parts.as_slice() else {
+        return Err(format!("{hint}, got {text:?}"));
+    };
+    let partition_ok = partition.starts_with("aws")
+        && partition[3..].chars().all(|c| c.is_ascii_lowercase() || c == '-')
+        && !partition.ends_with('-');
+    let region_ok = !region.is_empty()
+        && region.len() <= 32
+        && region
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && region.starts_with(|c: char| c.is_ascii_lowercase())
+        && region.ends_with(|c: char| c.is_ascii_digit());
+    let account_ok = account.len() == 12 && account.chars().all(|c| c.is_ascii_digit());
+    let base = name.strip_suffix(".fifo").unwrap_or(name);
+    let name_ok = !base.is_empty()
+        && name.len() <= 256
+        && base.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if *arn != "arn" || !partition_ok || *service != "sns" || !region_ok || !account_ok || !name_ok {
+        return Err(format!("{hint}, got {text:?}"));
+    }
+    Ok(text.to_owned())
+}
+
+/// One message, as each kind of subscriber gets it.
+#[derive(Debug, Clone)]
+pub struct Message {
+    /// The subject line (e-mail subject; SQS and HTTPS envelopes): short, printable ASCII.
+    pub subject: String,
+    /// The readable text: the e-mail body, and the Chatbot notification's description.
+    pub text: String,
+    /// The AWS Chatbot custom notification, for every other protocol.
+    pub chatbot: serde_json::Value,
+}
+
+impl Message {
+    /// The `MessageStructure=json` document SNS takes: per-protocol bodies, `default` for the rest.
+    pub fn structured(&self) -> String {
+        let chatbot = serde_json::to_string(&self.chatbot).unwrap_or_default();
+        serde_json::json!({ "default": chatbot, "email": self.text }).to_string()
+    }
+}
+
+/// What the command is called in messages.
+fn verb(plan: &Plan) -> &'static str {
+    match plan.command {
+        Command::Evacuate => "evacuate",
+        Command::Recover => "recover",
+    }
+}
+
+/// The zone the run is about, as people read it.
+fn zone(plan: &Plan) -> String {
+    match (&plan.az_id, &plan.az_name) {
+        (Some(id), Some(name)) => format!("{id} ({name})"),
+        (Some(id), None) => id.clone(),
+        _ => "every evacuated AZ".to_owned(),
+    }
+}
+
+/// Lines per type and status, types in plan order.
+fn per_type(plan: &Plan) -> Vec<(String, BTreeMap<&'static str, usize>)> {
+    let mut out: Vec<(String, BTreeMap<&'static str, usize>)> = Vec::new();
+    for item in &plan.items {
+        let at = match out.iter().position(|(t, _)| *t == item.resource_type) {
+            Some(at) => at,
+            None => {
+                out.push((item.resource_type.clone(), BTreeMap::new()));
+                out.len() - 1
+            }
+        };
+        *out[at].1.entry(item.status.as_str()).or_default() += 1;
+    }
+    out
+}
+
+/// A subject SNS accepts: printable ASCII only, at most 100 characters.
+fn subject(text: &str) -> String {
+    let ascii: String = text
+        .chars()
+        .map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '?' })
+        .collect();
+    ascii.chars().take(SUBJECT_MAX).collect()
+}
+
+/// The heading lines both messages share: who, why, where.
+fn heading(plan: &Plan, audit: &Audit, what: &str) -> String {
+    let mut text = format!("azevac {} {} in {}: {what}\n", verb(plan), zone(plan), plan.region);
+    let _ = writeln!(text, "run: {}", audit.run_id);
+    let _ = writeln!(text, "caller: {}", audit.caller);
+    if let Some(reason) = &audit.reason {
+        let _ = writeln!(text, "reason: {reason}");
+    }
+    text
+}
+
+fn chatbot(
+    plan: &Plan,
+    audit: &Audit,
+    title: &str,
+    text: &str,
+    event: &str,
+    totals: &[(&str, usize)],
+) -> serde_json::Value {
+    let mut context = serde_json::Map::new();
+    for (key, value) in [
+        ("run_id", audit.run_id.clone()),
+        ("command", verb(plan).to_owned()),
+        ("zone", zone(plan)),
+        ("region", plan.region.clone()),
+        ("caller", audit.caller.clone()),
+        ("reason", audit.reason.clone().unwrap_or_default()),
+    ] {
+        context.insert(key.to_owned(), value.into());
+    }
+    for (key, value) in totals {
+        context.insert((*key).to_owned(), value.to_string().into());
+    }
+    serde_json::json!({
+        "version": "1.0",
+        "source": "custom",
+        "id": format!("{}-{event}", audit.run_id),
+        "content": {
+            "textType": "client-markdown",
+            "title": title,
+            "description": text,
+            "keywords": ["azevac", verb(plan), plan.az_id.clone().unwrap_or_else(|| "all-zones".into())],
+        },
+        "metadata": {
+            "threadId": audit.run_id,
+            "summary": title,
+            "eventType": format!("azevac.{event}"),
+            "additionalContext": context,
+        },
+    })
+}
+
+/// The message a real run publishes before its first change: the plan's counts per type.
+pub fn started(plan: &Plan, audit: &Audit) -> Message {
+    let planned = plan.count(Status::Planned);
+    let skipped = plan.count(Status::Skipped);
+    let mut text = heading(plan, audit, "started");
+    let _ = writeln!(text, "planned: {planned} to change, {skipped} skipped");
+    for (resource_type, counts) in per_type(plan) {
+        let n = |s: Status| counts.get(s.as_str()).copied().unwrap_or_default();
+        let _ = writeln!(
+            text,
+            "  {resource_type}: {} to change, {} skipped",
+            n(Status::Planned),
+            n(Status::Skipped)
+        );
+    }
+    for problem in &plan.problems {
+        let _ = writeln!(text, "problem: {problem}");
+    }
+    let title = subject(&format!(
+        "azevac {} {} started: {planned} to change (run {})",
+        verb(plan),
+        plan.az_id.as_deref().unwrap_or("all zones"),
+        short(&audit.run_id)
+    ));
+    let totals = [("planned", planned), ("skipped", skipped)];
+    Message {
+        chatbot: chatbot(plan, audit, &title, &text, "started", &totals),
+        subject: title,
+        text,
+    }
+}
+
+/// The message a run publishes once it has carried its plan out: done, skipped and failed per type,
+/// the failures with their reasons, and the wall time.
+pub fn ended(plan: &Plan, audit: &Audit, wall: Duration) -> Message {
+    let done = plan.count(Status::Done);
+    let skipped = plan.count(Status::Skipped);
+    let failed = plan.count(Status::Failed);
+    let outcome = if failed > 0 || !plan.problems.is_empty() {
+        "ended with failures"
+    } else {
+        "ended"
+    };
+    let mut text = heading(plan, audit, outcome);
+    let _ = writeln!(
+        text,
+        "result: {done} done, {skipped} skipped, {failed} failed in {}",
+        humantime::format_duration(Duration::from_secs(wall.as_secs()))
+    );
+    for (resource_type, counts) in per_type(plan) {
+        let n = |s: Status| counts.get(s.as_str()).copied().unwrap_or_default();
+        let _ = writeln!(
+            text,
+            "  {resource_type}: {} done, {} skipped, {} failed",
+            n(Status::Done),
+            n(Status::Skipped),
+            n(Status::Failed)
+        );
+    }
+    let failures: Vec<_> = plan.items.iter().filter(|i| i.status == Status::Failed).collect();
+    for item in failures.iter().take(FAILURES_LISTED) {
+        let _ = writeln!(
+            text,
+            "failed: {} {}: {}",
+            item.resource_type,
+            item.name,
+            item.reason.as_deref().unwrap_or("no reason given")
+        );
+    }
+    if failures.len() > FAILURES_LISTED {
+        let _ = writeln!(text, "... and {} more failed lines", failures.len() - FAILURES_LISTED);
+    }
+    for problem in &plan.problems {
+        let _ = writeln!(text, "problem: {problem}");
+    }
+    let title = subject(&format!(
+        "azevac {} {} {outcome}: {done} done, {failed} failed (run {})",
+        verb(plan),
+        plan.az_id.as_deref().unwrap_or("all zones"),
+        short(&audit.run_id)
+    ));
+    let totals = [("done", done), ("skipped", skipped), ("failed", failed)];
+    Message {
+        chatbot: chatbot(plan, audit, &title, &text, "ended", &totals),
+        subject: title,
+        text,
+    }
+}
+
+/// The first group of a run ID: enough to tell runs apart in a subject line.
+fn short(run_id: &str) -> &str {
+    run_id.split('-').next().unwrap_or(run_id)
+}
+
+/// Publishes to the `--notify` topics with the shared configuration (endpoint, user agent,
+/// credentials), each topic through a client of its own region, with short timeouts.
+pub struct Notifier {
+    sdk: SdkConfig,
+    topics: Vec<String>,
+}
+
+impl Notifier {
+    /// A notifier for these topics (none: it does nothing).
+    pub fn new(sdk: &SdkConfig, topics: &[String]) -> Notifier {
+        Notifier {
+            sdk: sdk.clone(),
+            topics: topics.to_vec(),
+        }
+    }
+
+    /// Publish `message` to every topic at once; a topic that fails is one warning line on stderr.
+    pub async fn publish(&self, message: &Message) {
+        let body = message.structured();
+        let body = &body;
+        let sends = self.topics.iter().map(|topic| async move {
+            let region = topic.split(':').nth(3).unwrap_or_default().to_owned();
+            let client = self.client(region);
+            let sent = client
+                .publish()
+                .topic_arn(topic)
+                .subject(&message.subject)
+                .message_structure("json")
+                .message(body.as_str())
+                .send()
+                .await;
+            if let Err(e) = sent {
+                let why = aws_sdk_sns::error::DisplayErrorContext(&e).to_string();
+                let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
+                crate::say!(
+                    "azevac: warning: could not notify {} ({PUBLISH}): {}",
+                    crate::text::clean(topic),
+                    crate::text::clean(&why)
+                );
+            }
+        });
+        futures::future::join_all(sends).await;
+    }
+
+    fn client(&self, region: String) -> aws_sdk_sns::Client {
+        let shared = self
+            .sdk
+            .timeout_config()
+            .cloned()
+            .unwrap_or_else(TimeoutConfig::disabled);
+        let shorter = |limit: Duration, configured: Option<Duration>| configured.map_or(limit, |c| c.min(limit));
+        let timeouts = shared
+            .to_builder()
+            .operation_timeout(shorter(PUBLISH_TIMEOUT, shared.operation_timeout()))
+            .operation_attempt_timeout(shorter(PUBLISH_ATTEMPT_TIMEOUT, shared.operation_attempt_timeout()))
+            .build();
+        aws_sdk_sns::Client::from_conf(
+            aws_sdk_sns::config::Builder::from(&self.sdk)
+                .region(Region::new(region))
+                .timeout_config(timeouts)
+                .interceptor(crate::stats::counter())
+                .build(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Item;
+
+    #[test]
+    fn topic_arns() {
+        for good in [
+            "arn:aws:sns:us-east-1:123456789012:incidents",
+            "arn:aws-us-gov:sns:us-gov-west-1:123456789012:a_b-c",
+            "arn:aws:sns:eu-west-1:123456789012:orders.fifo",
+        ] {
+            assert_eq!(parse_topic_arn(good).as_deref(), Ok(good));
+        }
+        for bad in [
+            "",
+            "incidents",
+            "arn:aws:sqs:us-east-1:123456789012:incidents",
+            "arn:aws:sns:us-east-1:12345678901:incidents",
+            "arn:aws:sns:us-east-1:123456789012:",
+            "arn:aws:sns:us-east-1:123456789012:a:b",
+            "arn:aws:sns::123456789012:incidents",
+            "arn:aws:sns:us-east-1:123456789012:in cidents",
+            "arn:aws:sns:us-east-1:123456789012:.fifo",
+            "arn:azure:sns:us-east-1:123456789012:incidents",
+        ] {
+            assert!(parse_topic_arn(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    fn plan() -> Plan {
+        let mut failed = Item::new("asg", "arn:asg/web", "web", "use1-az2");
+        failed.fail("throttled\u{1b}[2J".into());
+        let mut done = Item::new("lambda", "arn:fn/f", "f", "use1-az2");
+        done.done();
+        Plan {
+            az_id: Some("use1-az2".into()),
+            az_name: Some("us-east-1c".into()),
+            region: "us-east-1".into(),
+            items: vec![failed, done],
+            ..Plan::empty(Command::Evacuate)
+        }
+    }
+
+    fn audit() -> Audit {
+        Audit {
+            run_id: "1a2b3c4d-0000-4000-8000-000000000000".into(),
+            caller: "arn:aws:sts::123456789012:assumed-role/oncall/é".into(),
+            reason: Some("INC-1 «zone down»".into()),
+        }
+    }
+
+    #[test]
+    fn the_end_message_names_every_failure() {
+        let m = ended(&plan(), &audit(), Duration::from_millis(65_400));
+        assert!(m.subject.is_ascii() && m.subject.len() <= SUBJECT_MAX, "{}", m.subject);
+        assert_eq!(
+            m.subject,
+            "azevac evacuate use1-az2 ended with failures: 1 done, 1 failed (run 1a2b3c4d)"
+        );
+        assert!(
+            m.text.contains("result: 1 done, 0 skipped, 1 failed in 1m 5s"),
+            "{}",
+            m.text
+        );
+        assert!(m.text.contains("  asg: 0 done, 0 skipped, 1 failed"), "{}", m.text);
+        assert!(
+            m.text.contains("failed: asg web: throttled\u{1b}[2J"),
+            "data stays data: {}",
+            m.text
+        );
+        assert_eq!(m.chatbot["version"], "1.0");
+        assert_eq!(m.chatbot["source"], "custom");
+        assert_eq!(m.chatbot["content"]["description"], m.text.as_str());
+        assert_eq!(m.chatbot["metadata"]["threadId"], audit().run_id.as_str());
+        let structured: serde_json::Value = serde_json::from_str(&m.structured()).expect("json");
+        assert_eq!(structured["email"], m.text.as_str());
+        let default: serde_json::Value =
+            serde_json::from_str(structured["default"].as_str().expect("default")).expect("chatbot json");
+        assert_eq!(default, m.chatbot);
+    }
+
+    #[test]
+    fn subjects_are_short_printable_ascii() {
+        let mut plan = plan();
+        plan.az_id = Some(format!("é{}", "x".repeat(200)));
+        let m = started(&plan, &audit());
+        assert_eq!(m.subject.len(), SUBJECT_MAX);
+        assert!(m.subject.chars().all(|c| c.is_ascii_graphic() || c == ' '));
+        assert!(m.text.contains("reason: INC-1 «zone down»"));
+    }
+}
