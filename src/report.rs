@@ -346,7 +346,8 @@ pub fn print_checks(checks: &[crate::check::Check], output: Output) {
             println!("{:<4}  {:<width$}  fix: {}", "", "", clean(fix));
         }
     }
-    println!("{ok} ok, {warn} warnings, {fail} failed, {skip} not checked");
+    let warnings = if warn == 1 { "warning" } else { "warnings" };
+    println!("{ok} ok, {warn} {warnings}, {fail} failed, {skip} not checked");
     if fail > 0 {
         println!("fix the FAIL lines before an incident: azevac would fail there");
     }
