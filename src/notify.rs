@@ -67,6 +67,16 @@ pub struct Message {
     pub text: String,
     /// The AWS Chatbot custom notification, for every other protocol.
     pub chatbot: serde_json::Value,
+    /// The run ID: the message group on a FIFO topic.
+    pub group: String,
+}
+
+/// A FIFO topic's deduplication ID (at most 128 characters): a hash of the message body.
+fn dedup_id(body: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    body.hash(&mut hasher);
+    format!("{:016x}", hasher.finish())
 }
 
 impl Message {
@@ -186,8 +196,12 @@ pub fn started(plan: &Plan, audit: &Audit) -> Message {
             n(Status::Skipped)
         );
     }
-    for problem in &plan.problems {
+    // Capped like the failures: SNS refuses a message over 256 KB, and this one matters most.
+    for problem in plan.problems.iter().take(FAILURES_LISTED) {
         let _ = writeln!(text, "problem: {problem}");
+    }
+    if plan.problems.len() > FAILURES_LISTED {
+        let _ = writeln!(text, "... and {} more problems", plan.problems.len() - FAILURES_LISTED);
     }
     let title = subject(&format!(
         "azevac {} {} started: {planned} to change (run {})",
@@ -200,6 +214,7 @@ pub fn started(plan: &Plan, audit: &Audit) -> Message {
         chatbot: chatbot(plan, audit, &title, &text, "started", &totals),
         subject: title,
         text,
+        group: audit.run_id.clone(),
     }
 }
 
@@ -243,8 +258,12 @@ pub fn ended(plan: &Plan, audit: &Audit, wall: Duration) -> Message {
     if failures.len() > FAILURES_LISTED {
         let _ = writeln!(text, "... and {} more failed lines", failures.len() - FAILURES_LISTED);
     }
-    for problem in &plan.problems {
+    // Capped like the failures: SNS refuses a message over 256 KB, and this one matters most.
+    for problem in plan.problems.iter().take(FAILURES_LISTED) {
         let _ = writeln!(text, "problem: {problem}");
+    }
+    if plan.problems.len() > FAILURES_LISTED {
+        let _ = writeln!(text, "... and {} more problems", plan.problems.len() - FAILURES_LISTED);
     }
     let title = subject(&format!(
         "azevac {} {} {outcome}: {done} done, {failed} failed (run {})",
@@ -257,6 +276,7 @@ pub fn ended(plan: &Plan, audit: &Audit, wall: Duration) -> Message {
         chatbot: chatbot(plan, audit, &title, &text, "ended", &totals),
         subject: title,
         text,
+        group: audit.run_id.clone(),
     }
 }
 
@@ -288,14 +308,20 @@ impl Notifier {
         let sends = self.topics.iter().map(|topic| async move {
             let region = topic.split(':').nth(3).unwrap_or_default().to_owned();
             let client = self.client(region);
-            let sent = client
+            let mut publish = client
                 .publish()
                 .topic_arn(topic)
                 .subject(&message.subject)
                 .message_structure("json")
-                .message(body.as_str())
-                .send()
-                .await;
+                .message(body.as_str());
+            // A FIFO topic refuses a publish without a group: one group per run keeps its two
+            // messages in order, and the body deduplicates a retried publish.
+            if topic.ends_with(".fifo") {
+                publish = publish
+                    .message_group_id(message.group.as_str())
+                    .message_deduplication_id(dedup_id(body));
+            }
+            let sent = publish.send().await;
             if let Err(e) = sent {
                 let why = aws_sdk_sns::error::DisplayErrorContext(&e).to_string();
                 let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -411,6 +437,24 @@ mod tests {
         let default: serde_json::Value =
             serde_json::from_str(structured["default"].as_str().expect("default")).expect("chatbot json");
         assert_eq!(default, m.chatbot);
+    }
+
+    #[test]
+    fn a_run_with_thousands_of_problems_still_fits_in_one_message() {
+        let mut plan = plan();
+        plan.problems = (0..10_000)
+            .map(|i| format!("problem {i}: {}", "x".repeat(100)))
+            .collect();
+        for message in [started(&plan, &audit()), ended(&plan, &audit(), Duration::from_secs(1))] {
+            assert!(
+                message.structured().len() < 256 * 1024,
+                "{} bytes",
+                message.structured().len()
+            );
+            assert!(message.text.contains("more problems"));
+        }
+        assert_eq!(dedup_id("a"), dedup_id("a"));
+        assert_ne!(dedup_id("a"), dedup_id("b"));
     }
 
     #[test]

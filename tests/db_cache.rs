@@ -15,14 +15,15 @@ use common::{attr_list, attr_s, azevac_at, call_number, journal_items, plan_line
 /// us-east-1c is use1-az2 (the zone evacuated), 1b is use1-az1, 1d is use1-az4 in moto.
 const IN_ZONE: &str = "us-east-1c";
 
-async fn group(cache: &Client, id: &str, zones: &[&str], team: &str) {
+async fn group(cache: &Client, id: &str, zones: &[&str], team: &str, failover: bool) {
     cache
         .create_replication_group()
         .replication_group_id(id)
         .replication_group_description("test")
         .engine("valkey")
         .cache_node_type("cache.r7g.large")
-        .automatic_failover_enabled(true)
+        .automatic_failover_enabled(failover)
+        .multi_az_enabled(failover)
         // moto makes a node per replica plus the primary (it ignores NumCacheClusters).
         .replicas_per_node_group(zones.len() as i32 - 1)
         .set_preferred_cache_cluster_azs(Some(zones.iter().map(|z| z.to_string()).collect()))
@@ -34,12 +35,14 @@ async fn group(cache: &Client, id: &str, zones: &[&str], team: &str) {
 
 /// `sessions`: primary in the zone, replicas in use1-az4 (-002) and use1-az1 (-003). `lonely`: its
 /// only replica is in the zone too. `shards`: cluster mode enabled, a shard primary in the zone.
-/// `far`: primary elsewhere.
+/// `far`: primary elsewhere. `guarded`: like `sessions`, with Multi-AZ and automatic failover on
+/// (ElastiCache refuses a promotion then).
 async fn seed(moto: &Moto) -> Client {
     let cache = Client::new(&common::sdk(moto).await);
-    group(&cache, "sessions", &[IN_ZONE, "us-east-1d", "us-east-1b"], "pay").await;
-    group(&cache, "lonely", &[IN_ZONE, IN_ZONE], "ops").await;
-    group(&cache, "far", &["us-east-1b", IN_ZONE], "pay").await;
+    group(&cache, "sessions", &[IN_ZONE, "us-east-1d", "us-east-1b"], "pay", false).await;
+    group(&cache, "lonely", &[IN_ZONE, IN_ZONE], "ops", false).await;
+    group(&cache, "far", &["us-east-1b", IN_ZONE], "pay", false).await;
+    group(&cache, "guarded", &[IN_ZONE, "us-east-1d"], "ops", true).await;
     cache
         .create_replication_group()
         .replication_group_id("shards")
@@ -102,6 +105,12 @@ async fn issue_15_cache_primaries_leave_the_zone_and_stay_out_on_recover() {
         reason(lonely).starts_with("no available replica outside use1-az2"),
         "{lonely}"
     );
+    let guarded = line(&dry, "guarded");
+    assert_eq!(guarded["status"], "skipped");
+    assert!(
+        reason(guarded).starts_with("Multi-AZ with automatic failover is on"),
+        "{guarded}"
+    );
     let shards = line(&dry, "shards");
     assert_eq!(shards["status"], "skipped");
     assert!(
@@ -119,6 +128,8 @@ async fn issue_15_cache_primaries_leave_the_zone_and_stay_out_on_recover() {
     let run = azevac_at(&proxy.endpoint, EVACUATE, &[]).expect_code(0).json();
     assert_eq!(line(&run, "sessions")["status"], "done", "{run:#}");
     assert_eq!(primary(&proxy, "sessions").as_deref(), Some("sessions-002"));
+    assert_eq!(line(&run, "guarded")["status"], "skipped", "{run:#}");
+    assert_eq!(primary(&proxy, "guarded"), None, "a Multi-AZ group is left alone");
     let modify: Vec<String> = proxy
         .requests()
         .into_iter()

@@ -184,8 +184,13 @@ impl Context {
         };
         let notifier = crate::notify::Notifier::new(&self.sdk, notify);
         let started = std::time::Instant::now();
-        notifier.publish(&crate::notify::started(plan, &audit)).await;
-        let (mut plan, phases) = prepared.carry_out(&self.journal, &audit, &settings).await;
+        // The start message goes out first but never holds the first change back: a slow or
+        // unreachable SNS endpoint costs the evacuation nothing.
+        let start = crate::notify::started(plan, &audit);
+        let (_, (mut plan, phases)) = tokio::join!(
+            notifier.publish(&start),
+            prepared.carry_out(&self.journal, &audit, &settings)
+        );
         notifier
             .publish(&crate::notify::ended(&plan, &audit, started.elapsed()))
             .await;

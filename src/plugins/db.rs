@@ -98,6 +98,9 @@ pub struct Database {
     pub members: Vec<Member>,
     /// Its tags, for `--tag`.
     pub tags: BTreeMap<String, String>,
+    /// Why the service would refuse a chosen failover now, if it would (ElastiCache: a replica
+    /// cannot be promoted while Multi-AZ with automatic failover is on).
+    pub promotion_blocked: Option<String>,
 }
 
 impl Database {
@@ -213,14 +216,21 @@ pub fn decide(db: &Database, az_id: &str) -> Decision {
     if let Kind::CacheShards(shards) = &db.kind {
         return cache::decide_shards(shards, az_id);
     }
+    // No writer reported (a failover under way, a headless cluster): not "already evacuated".
     let Some(writer) = db.writer() else {
-        return Decision::Elsewhere;
+        return Decision::Skip(format!(
+            "{} reports no writer/primary now (status {}): run again once it does",
+            db.id, db.status
+        ));
     };
     if writer.az_id.as_deref() != Some(az_id) {
         return Decision::Elsewhere;
     }
     if db.kind == Kind::SingleAz {
         return Decision::Skip(NOT_MOVABLE.to_owned());
+    }
+    if let Some(why) = &db.promotion_blocked {
+        return Decision::Skip(why.clone());
     }
     if db.status != "available" {
         return Decision::Skip(format!("{} is {}; a failover needs it available", db.id, db.status));
@@ -369,6 +379,7 @@ pub fn recovery(record: &Record, db: Option<&Database>, failback: bool, forget_m
     }
     let original = db.members.iter().find(|m| m.id == was);
     let unfit = match original {
+        _ if db.promotion_blocked.is_some() => db.promotion_blocked.clone(),
         None => Some(format!("{was} is no longer part of {}", db.id)),
         Some(m) if m.status != "available" || db.status != "available" => {
             Some(format!("{was} is {} ({} is {})", m.status, db.id, db.status))
@@ -787,6 +798,7 @@ pub fn assemble(clusters: &[DbCluster], instances: &[DbInstance], zones: &Zones)
             status: c.status().unwrap_or_default().to_owned(),
             members,
             tags: tags(c.tag_list()),
+            promotion_blocked: None,
         });
     }
     for i in instances.iter().filter(|i| i.db_cluster_identifier().is_none()) {
@@ -804,6 +816,7 @@ pub fn assemble(clusters: &[DbCluster], instances: &[DbInstance], zones: &Zones)
             status: i.db_instance_status().unwrap_or_default().to_owned(),
             members: vec![member(i, true, 0)],
             tags: tags(i.tag_list()),
+            promotion_blocked: None,
         });
     }
     out
@@ -835,6 +848,7 @@ mod tests {
             status: "available".into(),
             members,
             tags: BTreeMap::new(),
+            promotion_blocked: None,
         }
     }
 

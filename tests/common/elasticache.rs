@@ -1,7 +1,7 @@
 //! What moto lacks of ElastiCache primary promotion, answered by the test proxy: moto accepts
 //! `ModifyReplicationGroup` `PrimaryClusterId` and ignores it. The fake checks the call as
-//! ElastiCache does (a group being modified, a cluster-mode-enabled group, a node that is not the
-//! group's or not available are refused, in the query protocol's XML error shape), lets moto answer
+//! ElastiCache does (a group being modified, one with Multi-AZ / automatic failover on, a
+//! cluster-mode-enabled group, a node that is not the group's or not available are refused, in the query protocol's XML error shape), lets moto answer
 //! the rest, and then reports the promoted node as primary in `DescribeReplicationGroups`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,8 +13,9 @@ use super::query::{between, param, Refusal};
 pub struct FakeCache {
     /// Group ID -> the node promoted to primary.
     pub primaries: BTreeMap<String, String>,
-    /// Group ID -> (its nodes, cluster mode enabled), as moto last described it.
-    seen: BTreeMap<String, (Vec<String>, bool)>,
+    /// Group ID -> (its nodes, cluster mode enabled, Multi-AZ or automatic failover on), as moto
+    /// last described it.
+    seen: BTreeMap<String, (Vec<String>, bool, bool)>,
     /// Nodes the test says are not available (their promotion is refused).
     pub unavailable: BTreeSet<String>,
     /// Groups the test says are being modified (every modification is refused).
@@ -36,7 +37,14 @@ impl FakeCache {
                 format!("Replication group {group} is not in available state."),
             ));
         }
-        let (nodes, sharded) = self.seen.get(&group)?;
+        let (nodes, sharded, failover_on) = self.seen.get(&group)?;
+        if *failover_on {
+            return Some((
+                400,
+                "InvalidParameterCombination",
+                "Cannot promote a read replica to primary while Multi-AZ with automatic failover is enabled.".into(),
+            ));
+        }
         if *sharded {
             return Some((
                 400,
@@ -88,6 +96,8 @@ impl FakeCache {
             out.push_str("<ReplicationGroup>");
             let id = between(group, "<ReplicationGroupId>", "</ReplicationGroupId>").unwrap_or_default();
             let sharded = between(group, "<ClusterEnabled>", "</ClusterEnabled>") == Some("true");
+            let failover_on = between(group, "<AutomaticFailover>", "</AutomaticFailover>") == Some("enabled")
+                || between(group, "<MultiAZ>", "</MultiAZ>") == Some("enabled");
             let mut members = group.split("<NodeGroupMember>");
             let mut rewritten = members.next().unwrap_or_default().to_owned();
             let mut nodes = Vec::new();
@@ -107,7 +117,7 @@ impl FakeCache {
                     _ => rewritten.push_str(member),
                 }
             }
-            self.seen.insert(id.to_owned(), (nodes, sharded));
+            self.seen.insert(id.to_owned(), (nodes, sharded, failover_on));
             out.push_str(&rewritten);
         }
         out

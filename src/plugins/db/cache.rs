@@ -6,12 +6,16 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use aws_sdk_elasticache::types::ReplicationGroup;
+use aws_sdk_elasticache::types::{AutomaticFailoverStatus, MultiAzStatus, ReplicationGroup};
 
 use super::{Database, Decision, Failover, Kind, Member};
 use crate::topology::Zones;
 use crate::{Error, Result};
 
+/// Why a group with Multi-AZ / automatic failover on is left alone (AWS refuses the promotion).
+pub const PROMOTION_BLOCKED: &str = "Multi-AZ with automatic failover is on, and ElastiCache refuses to \
+     promote a replica then: turn it off (modify-replication-group --no-automatic-failover-enabled \
+     --no-multi-az-enabled --apply-immediately), run azevac again, then turn it back on";
 /// Why the shards of a cluster-mode-enabled group are not moved: the control plane reports no
 /// shard's primary, and its only per-shard failover lets the service choose the replica.
 pub const SHARDS_NOT_MOVABLE: &str = "cluster mode enabled: ElastiCache reports no shard's primary \
@@ -115,7 +119,15 @@ pub fn assemble(
                     })
                     .collect()
             };
+            // AWS refuses a manual promotion while Multi-AZ with automatic failover is on: the
+            // operator turns it off, promotes, turns it on again (azevac does not do that for them).
+            let failover_on = matches!(
+                g.automatic_failover(),
+                Some(AutomaticFailoverStatus::Enabled | AutomaticFailoverStatus::Enabling)
+            ) || matches!(g.multi_az(), Some(MultiAzStatus::Enabled));
+            let promotion_blocked = failover_on.then(|| PROMOTION_BLOCKED.to_owned());
             Database {
+                promotion_blocked,
                 tags: tags.get(&arn).cloned().unwrap_or_default(),
                 arn,
                 id: g.replication_group_id().unwrap_or_default().to_owned(),
