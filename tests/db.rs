@@ -7,7 +7,10 @@ mod common;
 use aws_sdk_rds::Client;
 
 use common::proxy::{Faults, KillWhen, Proxy};
-use common::{attr_list, attr_s, azevac, call_number, journal_items, plan_line as line, run_watched, Moto};
+use common::{
+    attr_list, attr_s, azevac, call_number, journal_items, plan_line as line, run_watched, Moto, DB_DRY_RUN,
+    DB_EVACUATE,
+};
 
 /// us-east-1c is use1-az2 (the zone evacuated), 1b is use1-az1, 1d is use1-az4 in moto.
 const IN_ZONE: &str = "us-east-1c";
@@ -100,26 +103,12 @@ async fn writer(rds: &Client, cluster: &str) -> String {
         .to_owned()
 }
 
-const DRY_RUN: &[&str] = &[
-    "evacuate",
-    "--az-id",
-    "use1-az2",
-    "--type",
-    "db",
-    "--dry-run",
-    "--output",
-    "json",
-];
-const EVACUATE: &[&str] = &[
-    "evacuate", "--az-id", "use1-az2", "--type", "db", "--yes", "--output", "json",
-];
-
 #[tokio::test]
 async fn issue_15_writers_leave_the_zone_and_stay_out_on_recover() {
     let moto = Moto::start();
     let rds = seed(&moto).await;
 
-    let dry = azevac(&moto, DRY_RUN).expect_code(0).json();
+    let dry = azevac(&moto, DB_DRY_RUN).expect_code(0).json();
     let orders = line(&dry, "orders");
     assert_eq!(orders["status"], "planned");
     assert_eq!(orders["actions"][0], "writer:orders-1@use1-az2");
@@ -149,7 +138,7 @@ async fn issue_15_writers_leave_the_zone_and_stay_out_on_recover() {
         .all(|i| i["name"] != "far"));
     assert_eq!(writer(&rds, "orders").await, "orders-1", "a dry run changes nothing");
 
-    let run = azevac(&moto, EVACUATE).expect_code(0).json();
+    let run = azevac(&moto, DB_EVACUATE).expect_code(0).json();
     assert_eq!(line(&run, "orders")["status"], "done");
     assert_eq!(writer(&rds, "orders").await, "orders-3");
     assert_eq!(writer(&rds, "ledger").await, "ledger-1");
@@ -162,7 +151,7 @@ async fn issue_15_writers_leave_the_zone_and_stay_out_on_recover() {
     assert_eq!(attr_s(&journal[0], "state"), "done");
 
     // Nothing left to do: the moved writer is already evacuated, the rest still cannot move.
-    let again = azevac(&moto, EVACUATE).expect_code(0).json();
+    let again = azevac(&moto, DB_EVACUATE).expect_code(0).json();
     let orders = line(&again, "orders");
     assert_eq!(orders["status"], "skipped");
     assert_eq!(orders["reason"], "already evacuated: writer orders-3 in use1-az4");
@@ -208,7 +197,7 @@ async fn issue_15_failback_puts_the_writer_back_and_name_prefix_filters() {
         .starts_with("filtered"));
     assert_eq!(writer(&rds, "orders").await, "orders-1");
 
-    azevac(&moto, EVACUATE).expect_code(0);
+    azevac(&moto, DB_EVACUATE).expect_code(0);
     assert_eq!(writer(&rds, "orders").await, "orders-3");
     let back = azevac(
         &moto,
@@ -221,7 +210,7 @@ async fn issue_15_failback_puts_the_writer_back_and_name_prefix_filters() {
     assert_eq!(orders["actions"][0], "writer now orders-1 in use1-az2");
     assert_eq!(writer(&rds, "orders").await, "orders-1");
     assert!(journal_items(&common::sdk(&moto).await).await.is_empty());
-    let again = azevac(&moto, EVACUATE).expect_code(0).json();
+    let again = azevac(&moto, DB_EVACUATE).expect_code(0).json();
     assert_eq!(
         line(&again, "orders")["status"],
         "done",
@@ -256,7 +245,7 @@ async fn issue_15_a_kill_around_the_failover_loses_nothing() {
 
         // Evacuating again finishes the job (or sees it done); recover then finds the writer.
         proxy.set(Faults::default());
-        let again = azevac(&moto, EVACUATE).expect_code(0).json();
+        let again = azevac(&moto, DB_EVACUATE).expect_code(0).json();
         let status = if moved { "skipped" } else { "done" };
         assert_eq!(line(&again, "orders")["status"], status, "{again:#}");
         assert_eq!(writer(&rds, "orders").await, "orders-3");
@@ -381,7 +370,7 @@ async fn issue_15_a_multi_az_instance_fails_over_to_its_standby_and_back() {
     let rds = seed(&moto).await;
     multi_az(&proxy, &rds).await;
     let at = |args: &[&str]| common::azevac_at(&proxy.endpoint, args, &[]);
-    let dry = at(DRY_RUN).expect_code(0).json();
+    let dry = at(DB_DRY_RUN).expect_code(0).json();
     let billing = line(&dry, "billing");
     assert_eq!(billing["status"], "planned", "{billing}");
     assert_eq!(
@@ -390,7 +379,7 @@ async fn issue_15_a_multi_az_instance_fails_over_to_its_standby_and_back() {
     );
 
     proxy.set(Faults::default());
-    let run = at(EVACUATE).expect_code(0).json();
+    let run = at(DB_EVACUATE).expect_code(0).json();
     let billing = line(&run, "billing");
     assert_eq!(billing["status"], "done", "{billing}");
     assert_eq!(billing["actions"][0], "writer now billing in use1-az4");
@@ -411,7 +400,7 @@ async fn issue_15_a_multi_az_instance_fails_over_to_its_standby_and_back() {
         .expect("billing's record");
     assert_eq!(attr_list(record, "actions"), ["writer:billing@use1-az2"]);
 
-    let again = at(EVACUATE).expect_code(0).json();
+    let again = at(DB_EVACUATE).expect_code(0).json();
     assert_eq!(
         line(&again, "billing")["reason"],
         "already evacuated: writer billing in use1-az4"
@@ -449,7 +438,9 @@ async fn issue_15_rds_refusals_fail_the_line_and_keep_the_intent() {
         r.failing_over.insert("orders".into());
         r.converted.insert("billing".into());
     });
-    let run = common::azevac_at(&proxy.endpoint, EVACUATE, &[]).expect_code(1).json();
+    let run = common::azevac_at(&proxy.endpoint, DB_EVACUATE, &[])
+        .expect_code(1)
+        .json();
     for (name, code) in [
         ("orders", "InvalidDBClusterStateFault"),
         ("billing", "InvalidDBInstanceState"),
@@ -477,7 +468,9 @@ async fn issue_15_rds_refusals_fail_the_line_and_keep_the_intent() {
         r.converted.clear();
         r.unavailable.insert("orders-3".into());
     });
-    let run = common::azevac_at(&proxy.endpoint, EVACUATE, &[]).expect_code(1).json();
+    let run = common::azevac_at(&proxy.endpoint, DB_EVACUATE, &[])
+        .expect_code(1)
+        .json();
     let orders = line(&run, "orders");
     assert_eq!(orders["status"], "failed", "{orders}");
     assert!(
@@ -491,7 +484,9 @@ async fn issue_15_rds_refusals_fail_the_line_and_keep_the_intent() {
     assert_eq!(line(&run, "billing")["status"], "done");
 
     proxy.rds(|r| r.unavailable.clear());
-    let run = common::azevac_at(&proxy.endpoint, EVACUATE, &[]).expect_code(0).json();
+    let run = common::azevac_at(&proxy.endpoint, DB_EVACUATE, &[])
+        .expect_code(0)
+        .json();
     assert_eq!(line(&run, "orders")["status"], "done", "{run:#}");
     assert_eq!(writer(&rds, "orders").await, "orders-3");
     let journal = journal_items(&sdk).await;
@@ -514,7 +509,9 @@ async fn issue_15_unreadable_elasticache_fails_its_line_and_the_writers_still_mo
         }],
         ..Faults::default()
     });
-    let run = common::azevac_at(&proxy.endpoint, EVACUATE, &[]).expect_code(1).json();
+    let run = common::azevac_at(&proxy.endpoint, DB_EVACUATE, &[])
+        .expect_code(1)
+        .json();
     assert_eq!(line(&run, "orders")["status"], "done", "{run:#}");
     assert_eq!(writer(&rds, "orders").await, "orders-3");
     let cache = line(&run, "ElastiCache replication groups");

@@ -10,7 +10,10 @@ use aws_sdk_elasticache::Client;
 
 use common::elasticache::FakeCache;
 use common::proxy::{Faults, KillWhen, Proxy};
-use common::{attr_list, attr_s, azevac_at, call_number, journal_items, plan_line as line, run_watched, Moto};
+use common::{
+    attr_list, attr_s, azevac_at, call_number, journal_items, plan_line as line, run_watched, Moto, DB_DRY_RUN,
+    DB_EVACUATE,
+};
 
 /// us-east-1c is use1-az2 (the zone evacuated), 1b is use1-az1, 1d is use1-az4 in moto.
 const IN_ZONE: &str = "us-east-1c";
@@ -71,19 +74,6 @@ fn reason(line: &serde_json::Value) -> &str {
     line["reason"].as_str().unwrap_or_default()
 }
 
-const DRY_RUN: &[&str] = &[
-    "evacuate",
-    "--az-id",
-    "use1-az2",
-    "--type",
-    "db",
-    "--dry-run",
-    "--output",
-    "json",
-];
-const EVACUATE: &[&str] = &[
-    "evacuate", "--az-id", "use1-az2", "--type", "db", "--yes", "--output", "json",
-];
 const RECOVER: &[&str] = &["recover", "--type", "db", "--yes", "--output", "json"];
 
 #[tokio::test]
@@ -91,7 +81,7 @@ async fn issue_15_cache_primaries_leave_the_zone_and_stay_out_on_recover() {
     let moto = Moto::start();
     let proxy = Proxy::start(&moto.endpoint);
     seed(&moto).await;
-    let dry = azevac_at(&proxy.endpoint, DRY_RUN, &[]).expect_code(0).json();
+    let dry = azevac_at(&proxy.endpoint, DB_DRY_RUN, &[]).expect_code(0).json();
     let sessions = line(&dry, "sessions");
     assert_eq!(sessions["status"], "planned");
     assert_eq!(sessions["actions"][0], "primary:sessions-001@use1-az2");
@@ -125,7 +115,7 @@ async fn issue_15_cache_primaries_leave_the_zone_and_stay_out_on_recover() {
     assert_eq!(primary(&proxy, "sessions"), None, "a dry run changes nothing");
 
     proxy.set(Faults::default());
-    let run = azevac_at(&proxy.endpoint, EVACUATE, &[]).expect_code(0).json();
+    let run = azevac_at(&proxy.endpoint, DB_EVACUATE, &[]).expect_code(0).json();
     assert_eq!(line(&run, "sessions")["status"], "done", "{run:#}");
     assert_eq!(primary(&proxy, "sessions").as_deref(), Some("sessions-002"));
     assert_eq!(line(&run, "guarded")["status"], "skipped", "{run:#}");
@@ -149,7 +139,7 @@ async fn issue_15_cache_primaries_leave_the_zone_and_stay_out_on_recover() {
     assert_eq!(attr_list(&journal[0], "actions"), ["primary:sessions-001@use1-az2"]);
     assert_eq!(attr_s(&journal[0], "state"), "done");
 
-    let again = azevac_at(&proxy.endpoint, EVACUATE, &[]).expect_code(0).json();
+    let again = azevac_at(&proxy.endpoint, DB_EVACUATE, &[]).expect_code(0).json();
     assert_eq!(
         line(&again, "sessions")["reason"],
         "already evacuated: primary sessions-002 in use1-az4"
@@ -188,7 +178,7 @@ async fn issue_15_cache_refusals_fail_the_line_and_failback_promotes_the_origina
     proxy.cache(|c| {
         c.unavailable.insert("sessions-002".into());
     });
-    let refused = azevac_at(&proxy.endpoint, EVACUATE, &[]).expect_code(1);
+    let refused = azevac_at(&proxy.endpoint, DB_EVACUATE, &[]).expect_code(1);
     let sessions = line(&refused.json(), "sessions").clone();
     assert_eq!(sessions["status"], "failed", "{sessions}");
     assert!(reason(&sessions).contains("InvalidCacheClusterState"), "{sessions}");
@@ -206,7 +196,7 @@ async fn issue_15_cache_refusals_fail_the_line_and_failback_promotes_the_origina
     );
 
     proxy.cache(|c| c.unavailable.clear());
-    let run = azevac_at(&proxy.endpoint, EVACUATE, &[]).expect_code(0).json();
+    let run = azevac_at(&proxy.endpoint, DB_EVACUATE, &[]).expect_code(0).json();
     assert_eq!(line(&run, "sessions")["status"], "done", "{run:#}");
     assert_eq!(primary(&proxy, "sessions").as_deref(), Some("sessions-002"));
 
@@ -256,7 +246,7 @@ async fn issue_15_a_kill_around_the_promotion_loses_nothing() {
         assert_eq!(attr_list(&journal[0], "actions"), ["primary:sessions-001@use1-az2"]);
 
         proxy.set(Faults::default());
-        let again = azevac_at(&proxy.endpoint, EVACUATE, &[]).expect_code(0).json();
+        let again = azevac_at(&proxy.endpoint, DB_EVACUATE, &[]).expect_code(0).json();
         let status = if moved { "skipped" } else { "done" };
         assert_eq!(line(&again, "sessions")["status"], status, "{again:#}");
         assert_eq!(primary(&proxy, "sessions").as_deref(), Some("sessions-002"));

@@ -141,6 +141,21 @@ pub fn call_number(proxy: &proxy::Proxy, args: &[&str], label: &str) -> usize {
         + 1
 }
 
+/// `--type db` runs of use1-az2 with JSON output: the dry run, and the real one.
+pub const DB_DRY_RUN: &[&str] = &[
+    "evacuate",
+    "--az-id",
+    "use1-az2",
+    "--type",
+    "db",
+    "--dry-run",
+    "--output",
+    "json",
+];
+pub const DB_EVACUATE: &[&str] = &[
+    "evacuate", "--az-id", "use1-az2", "--type", "db", "--yes", "--output", "json",
+];
+
 /// The line of the resource named `name` in a JSON plan or report.
 pub fn plan_line<'a>(plan: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     plan["items"]
