@@ -26,7 +26,8 @@ import zipfile
 import boto3
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-AZEVAC = os.path.join(ROOT, "target", "release", "azevac")
+# AZEVAC_BIN: another build (the debug one, say) for a quick run; bench/run builds the release one.
+AZEVAC = os.environ.get("AZEVAC_BIN") or os.path.join(ROOT, "target", "release", "azevac")
 ZONES = ["use1-az1", "use1-az2", "use1-az4"]  # moto: us-east-1b, us-east-1c, us-east-1d
 TARGET_ID, TARGET_NAME = "use1-az2", "us-east-1c"
 
@@ -89,14 +90,18 @@ class Proxy:
         return n
 
 
-def clients(port):
+def clients(port, credentials=None):
+    """boto3 clients on moto: the default account, or the one `credentials` (AssumeRole's) act in."""
     kw = dict(endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
               aws_access_key_id="testing", aws_secret_access_key="testing")
+    if credentials:
+        kw.update(aws_access_key_id=credentials["AccessKeyId"], aws_secret_access_key=credentials["SecretAccessKey"],
+                  aws_session_token=credentials["SessionToken"])
     return {s: boto3.client(s, **kw) for s in ("ec2", "autoscaling", "ecs", "lambda", "iam")}
 
 
-def seed(port, n_asg, n_ecs, n_lambda, tag_for_peer):
-    c = clients(port)
+def seed(port, n_asg, n_ecs, n_lambda, tag_for_peer, credentials=None):
+    c = clients(port, credentials)
     vpc = c["ec2"].create_vpc(CidrBlock="10.90.0.0/16")["Vpc"]["VpcId"]
     subnets = [c["ec2"].create_subnet(VpcId=vpc, CidrBlock=f"10.90.{i * 16}.0/20", AvailabilityZoneId=z)["Subnet"]["SubnetId"]
                for i, z in enumerate(ZONES)]

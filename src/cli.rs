@@ -41,9 +41,13 @@ pub struct Global {
     /// Output format: a table for people, or exactly one JSON document on stdout.
     #[arg(long, global = true, value_enum, default_value_t = Output::Table)]
     pub output: Output,
-    /// Resources changed at the same time.
+    /// Resources changed at the same time (in each account, with --accounts).
     #[arg(long, global = true, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrency: u16,
+    /// With --accounts: accounts planned and changed at the same time (each account's control plane
+    /// throttles on its own).
+    #[arg(long, global = true, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub account_concurrency: u16,
     /// No progress bar, even on a terminal (plain lines only).
     #[arg(long, global = true)]
     pub no_progress: bool,
@@ -181,6 +185,55 @@ pub struct Notify {
     pub topics: Vec<String>,
 }
 
+/// Which accounts a command acts in, and the role it assumes in each (default: the caller's own
+/// account, with its own credentials).
+#[derive(Debug, Args, Default)]
+pub struct Accounts {
+    /// Act in these accounts (comma-separated twelve-digit IDs), or `org` for every ACTIVE account of
+    /// the organization, each through the role assumed there; the journal stays in this account.
+    /// recover and status default to every account that has records.
+    #[arg(long, value_name = "IDS|org", value_parser = parse_account_list)]
+    pub accounts: Option<AccountList>,
+    /// With `--accounts org`: only the accounts under this OU or root, at any depth (repeatable).
+    #[arg(long = "ou", value_name = "OU_ID", value_parser = crate::accounts::parse_ou)]
+    pub ous: Vec<String>,
+    /// Leave this account out (repeatable).
+    #[arg(long = "exclude-account", value_name = "ID", value_parser = crate::accounts::parse_account_id)]
+    pub exclude: Vec<String>,
+    /// The role assumed in each account: arn:aws:iam::ACCOUNT:role/NAME [default: azevac].
+    #[arg(long, value_name = "NAME", conflicts_with = "role_arn_template")]
+    pub role_name: Option<String>,
+    /// The role's ARN for other shapes, with {account} (and {partition}) in it, e.g.
+    /// arn:aws:iam::{account}:role/ops/azevac.
+    #[arg(long, value_name = "TEMPLATE")]
+    pub role_arn_template: Option<String>,
+    /// The external ID the roles' trust policies require.
+    #[arg(long, value_name = "ID")]
+    pub external_id: Option<String>,
+}
+
+impl Accounts {
+    /// The fan-out as the plan records it.
+    pub fn fleet(&self) -> crate::model::Fleet {
+        crate::model::Fleet {
+            accounts: self.accounts.clone().map(|a| a.0).unwrap_or_default(),
+            ous: self.ous.clone(),
+            exclude: self.exclude.clone(),
+            role_name: self.role_name.clone(),
+            role_arn_template: self.role_arn_template.clone(),
+            external_id: self.external_id.clone(),
+        }
+    }
+}
+
+/// One `--accounts` value, parsed.
+#[derive(Debug, Clone, Default)]
+pub struct AccountList(pub Vec<String>);
+
+fn parse_account_list(value: &str) -> Result<AccountList, String> {
+    crate::accounts::parse_accounts(value).map(AccountList)
+}
+
 /// `azevac evacuate`.
 #[derive(Debug, Args)]
 pub struct Evacuate {
@@ -190,6 +243,9 @@ pub struct Evacuate {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub types: Types,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub accounts: Accounts,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub confirm: Confirm,
@@ -299,6 +355,7 @@ impl Evacuate {
             pace_timeout_seconds: self.pace.map(|_| self.wait.wait_timeout.as_secs()),
             wait_timeout_seconds: Some(self.wait.wait_timeout.as_secs()),
             failback: false,
+            fleet: self.accounts.fleet(),
         }
     }
 }
@@ -312,6 +369,7 @@ impl Recover {
             forget_missing: self.forget_missing,
             wait_timeout_seconds: Some(self.wait.wait_timeout.as_secs()),
             failback: self.failback,
+            fleet: self.accounts.fleet(),
             ..Request::default()
         }
     }
@@ -403,6 +461,9 @@ pub struct Recover {
     pub types: Types,
     #[command(flatten)]
     #[allow(missing_docs)]
+    pub accounts: Accounts,
+    #[command(flatten)]
+    #[allow(missing_docs)]
     pub confirm: Confirm,
     /// Delete the journal records of resources that no longer exist (default: keep and report them).
     #[arg(long)]
@@ -451,6 +512,9 @@ pub struct Status {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub types: Types,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub accounts: Accounts,
 }
 
 /// `azevac doctor`.

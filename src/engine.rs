@@ -60,6 +60,7 @@ pub async fn prepare(
     az_id: Option<&str>,
     request: &Request,
     kubeconfig: Option<PathBuf>,
+    account: Option<&str>,
 ) -> Result<Prepared> {
     validate(request)?;
     let mut phases = Phases::start();
@@ -77,6 +78,7 @@ pub async fn prepare(
         sdk: sdk.clone(),
         request: request.clone(),
         kubeconfig,
+        account: account.map(str::to_owned),
     };
     let plugins = plugins::select(&setup).await?;
     let mut plan = Plan {
@@ -157,6 +159,9 @@ pub async fn prepare(
             .map(|p| p.stage(command, item))
     };
     plan.items.sort_by_key(|item| stage(item));
+    for item in &mut plan.items {
+        item.account = account.map(str::to_owned);
+    }
     phases.end("discover and plan");
     Ok(Prepared { plan, phases, plugins })
 }
@@ -175,7 +180,7 @@ async fn still_evacuated(journal: &Journal, request: &Request, recovered: &[&str
     if others.is_empty() {
         return Ok(BTreeSet::new());
     }
-    let (by_type, _) = journal.records(&others, None).await?;
+    let (by_type, _) = journal.records_of_every_account(&others, None).await?;
     Ok(by_type.values().flatten().map(|r| r.az_id.clone()).collect())
 }
 
@@ -222,6 +227,7 @@ pub fn validate(request: &Request) -> Result<()> {
             known.join(", ")
         )));
     }
+    crate::accounts::validate(&request.fleet, &request.types)?;
     if request.pace == Some(0) {
         return Err(Error::BadInput("pace must be at least 1 instance at a time".into()));
     }
@@ -332,24 +338,33 @@ impl Prepared {
             }
         }
         drop(heartbeat);
-        // A recovery of everything knows every record: locks of dead runs that protect none go.
-        if command == Command::Recover && self.plan.az_id.is_none() && self.plan.request.types.is_empty() {
-            let keep: BTreeSet<String> = self
-                .plan
-                .items
-                .iter()
-                .filter(|i| i.record.is_some())
-                .map(|i| i.resource.clone())
-                .collect();
-            match journal.sweep_locks(&keep).await {
-                Ok(0) => {}
-                Ok(n) => crate::say!("azevac: removed {n} lock(s) left by runs that died"),
-                Err(e) => tracing::warn!(error = %describe(&e), "stale locks not swept"),
-            }
-        }
         self.phases.end("verify");
         timeline.end(&self.plan);
         (self.plan, self.phases)
+    }
+}
+
+/// After a recovery of everything (every zone, every type, every account: it knows every record),
+/// remove the locks of dead runs that protect no record. Run once, after every account's part: an
+/// account's part alone knows only its own records.
+pub async fn sweep_dead_locks(journal: &Journal, plan: &Plan) {
+    let everything = plan.command == Command::Recover
+        && plan.az_id.is_none()
+        && plan.request.types.is_empty()
+        && plan.request.fleet.is_empty();
+    if !everything {
+        return;
+    }
+    let keep: BTreeSet<String> = plan
+        .items
+        .iter()
+        .filter(|i| i.record.is_some())
+        .map(|i| i.resource.clone())
+        .collect();
+    match journal.sweep_locks(&keep).await {
+        Ok(0) => {}
+        Ok(n) => crate::say!("azevac: removed {n} lock(s) left by runs that died"),
+        Err(e) => tracing::warn!(error = %describe(&e), "stale locks not swept"),
     }
 }
 

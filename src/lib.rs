@@ -3,6 +3,7 @@
 //! The binary (`main.rs`) only parses flags and maps errors to exit codes; everything it does is
 //! reachable from here so that the integration tests and the demo seeder drive the same code.
 
+pub mod accounts;
 pub mod aws;
 pub mod check;
 pub mod cli;

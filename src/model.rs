@@ -90,6 +90,10 @@ pub struct Item {
     /// The plugin's `--type` value.
     #[serde(rename = "type")]
     pub resource_type: String,
+    /// The AWS account the resource is in, on runs across accounts (`--accounts`, or a recover of
+    /// records written by one); absent on a run in the caller's own account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
     /// The resource ARN (the journal's sort key).
     pub resource: String,
     /// The resource's short name.
@@ -139,6 +143,7 @@ impl Item {
     pub fn new(resource_type: &str, resource: &str, name: &str, az_id: &str) -> Item {
         Item {
             resource_type: resource_type.to_owned(),
+            account: None,
             resource: resource.to_owned(),
             name: name.to_owned(),
             az_id: az_id.to_owned(),
@@ -275,6 +280,40 @@ pub struct Request {
     /// `--failback` (recover): fail database writers back to where they were.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub failback: bool,
+    /// `--accounts` and how to reach them: a saved plan re-plans every account it named.
+    #[serde(default, skip_serializing_if = "Fleet::is_empty")]
+    pub fleet: Fleet,
+}
+
+/// The accounts a run fans out to (`--accounts`, `--ou`, `--exclude-account`) and the role it
+/// assumes in each. Empty: the caller's own account, with its own credentials.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Fleet {
+    /// Twelve-digit account IDs, or `org` for the organization's active accounts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accounts: Vec<String>,
+    /// `--ou`: with `org`, only the accounts under these organizational units (at any depth).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ous: Vec<String>,
+    /// `--exclude-account`: left out, whatever else names them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+    /// `--role-name` (default `azevac`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role_name: Option<String>,
+    /// `--role-arn-template`, with `{account}` (and optionally `{partition}`) in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role_arn_template: Option<String>,
+    /// `--external-id`, passed to every AssumeRole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_id: Option<String>,
+}
+
+impl Fleet {
+    /// Whether the run stays in the caller's own account.
+    pub fn is_empty(&self) -> bool {
+        self.accounts.is_empty()
+    }
 }
 
 impl Request {
@@ -348,6 +387,10 @@ pub struct Record {
     pub created_at: Option<String>,
     /// When it was last written (RFC 3339).
     pub updated_at: Option<String>,
+    /// The account the resource is in, when azevac reached it by assuming a role there
+    /// (`--accounts`); absent for the journal's own account reached with the caller's credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
 }
 
 /// Who is writing, and why: stamped on every record a run writes.
@@ -359,6 +402,8 @@ pub struct Audit {
     pub caller: String,
     /// The operator's `--reason`, if given.
     pub reason: Option<String>,
+    /// The account the records are about, on runs across accounts (`None`: the caller's own).
+    pub account_id: Option<String>,
 }
 
 /// How results are printed on stdout.

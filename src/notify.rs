@@ -406,6 +406,7 @@ mod tests {
             run_id: "1a2b3c4d-0000-4000-8000-000000000000".into(),
             caller: "arn:aws:sts::123456789012:assumed-role/oncall/é".into(),
             reason: Some("INC-1 «zone down»".into()),
+            account_id: None,
         }
     }
 

@@ -135,12 +135,18 @@ pub fn render(plan: &Plan, phase: Phase) -> String {
         Phase::Result => "result",
     };
     let mut out = format!("azevac {verb} {zone} in {}: {heading}\n", plan.region);
+    // A run across accounts says whose each line is (grouped: the plan is ordered by account).
+    let accounts = plan.items.iter().any(|i| i.account.is_some());
     if !plan.items.is_empty() {
         let mut table = Table::new();
+        let mut header = vec!["TYPE", "RESOURCE", "AZ", changed, "SUBNETS AFTER", "STATUS", "REASON"];
+        if accounts {
+            header.insert(0, "ACCOUNT");
+        }
         table
             .load_style(NOTHING)
             .set_content_arrangement(ContentArrangement::Dynamic)
-            .set_header(["TYPE", "RESOURCE", "AZ", changed, "SUBNETS AFTER", "STATUS", "REASON"]);
+            .set_header(header);
         for item in &plan.items {
             let subnets = item.removed_subnets.as_ref().or(item.restored_subnets.as_ref());
             let mut change = subnets.map(|s| s.join(" ")).unwrap_or_default();
@@ -151,18 +157,19 @@ pub fn render(plan: &Plan, phase: Phase) -> String {
                     format!("{change} (+ {})", steps.join(", "))
                 };
             }
-            table.add_row(
-                [
-                    item.resource_type.clone(),
-                    item.name.clone(),
-                    item.az_id.clone(),
-                    change,
-                    item.resulting_subnets.join(" "),
-                    status_word(item.status).to_owned(),
-                    item.reason.clone().unwrap_or_default(),
-                ]
-                .map(|cell| clean(&cell)),
-            );
+            let mut row = vec![
+                item.resource_type.clone(),
+                item.name.clone(),
+                item.az_id.clone(),
+                change,
+                item.resulting_subnets.join(" "),
+                status_word(item.status).to_owned(),
+                item.reason.clone().unwrap_or_default(),
+            ];
+            if accounts {
+                row.insert(0, item.account.clone().unwrap_or_else(|| "(own)".into()));
+            }
+            table.add_row(row.iter().map(|cell| clean(cell)).collect::<Vec<_>>());
         }
         out.push_str(&table.trim_fmt());
         out.push('\n');
@@ -180,6 +187,9 @@ pub fn render(plan: &Plan, phase: Phase) -> String {
     for problem in &plan.problems {
         out.push_str(&format!("problem: {}\n", clean(problem)));
     }
+    if accounts {
+        out.push_str(&per_account(plan, phase));
+    }
     let s = summary(plan);
     let already = match s.already_evacuated {
         0 => String::new(),
@@ -194,6 +204,51 @@ pub fn render(plan: &Plan, phase: Phase) -> String {
 }
 
 pub use crate::text::clean;
+
+/// The status table's columns (with ACCOUNT when some record was written across accounts).
+fn status_header(accounts: bool) -> Vec<&'static str> {
+    let mut header = vec![
+        "AZ",
+        "TYPE",
+        "RESOURCE",
+        "REMOVED / DONE",
+        "STATE",
+        "SINCE",
+        "BY",
+        "REASON",
+    ];
+    if accounts {
+        header.insert(1, "ACCOUNT");
+    }
+    header
+}
+
+/// One summary line per account of a run across accounts.
+fn per_account(plan: &Plan, phase: Phase) -> String {
+    let mut by_account: std::collections::BTreeMap<&str, [usize; 4]> = std::collections::BTreeMap::new();
+    for item in &plan.items {
+        let counts = by_account
+            .entry(item.account.as_deref().unwrap_or("(own)"))
+            .or_default();
+        let slot = match item.status {
+            Status::Planned => 0,
+            Status::Done => 1,
+            Status::Skipped => 2,
+            Status::Failed => 3,
+        };
+        counts[slot] += 1;
+    }
+    let mut out = String::new();
+    for (account, [planned, done, skipped, failed]) in by_account {
+        let line = match phase {
+            Phase::Plan { .. } => format!("account {account}: {planned} to change, {skipped} skipped"),
+            Phase::Result => format!("account {account}: {done} done, {skipped} skipped, {failed} failed"),
+        };
+        out.push_str(&clean(&line));
+        out.push('\n');
+    }
+    out
+}
 
 /// Failed lines shout in the table, so that they are not missed among many.
 fn status_word(status: Status) -> &'static str {
@@ -224,6 +279,7 @@ pub fn print_status(records: &[Record], locks: &[Lock], problems: &[String], out
         println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
         return;
     }
+    let accounts = records.iter().any(|r| r.account_id.is_some());
     if records.is_empty() {
         println!("nothing is evacuated (the journal has no records)");
     } else {
@@ -231,40 +287,32 @@ pub fn print_status(records: &[Record], locks: &[Lock], problems: &[String], out
         table
             .load_style(NOTHING)
             .set_content_arrangement(ContentArrangement::Dynamic)
-            .set_header([
-                "AZ",
-                "TYPE",
-                "RESOURCE",
-                "REMOVED / DONE",
-                "STATE",
-                "SINCE",
-                "BY",
-                "REASON",
-            ]);
+            .set_header(status_header(accounts));
         for r in records {
             let being_changed = locks
                 .iter()
                 .find(|l| l.resource == r.resource && l.is_live())
                 .map(|l| format!(" (being changed by run {}, lease until {})", l.run_id, l.until()))
                 .unwrap_or_default();
-            table.add_row(
-                [
-                    r.az_id.clone(),
-                    r.resource_type.clone(),
-                    r.resource_name.clone().unwrap_or_else(|| r.resource.clone()),
-                    // Nodes and zonal shifts lose no subnets: what azevac did to them is in `actions`.
-                    if r.removed_subnets.is_empty() {
-                        r.actions.join(" ")
-                    } else {
-                        r.removed_subnets.join(" ")
-                    },
-                    format!("{}{being_changed}", r.state.as_str()),
-                    r.created_at.clone().unwrap_or_default(),
-                    r.evacuated_by.clone().unwrap_or_default(),
-                    r.reason.clone().unwrap_or_default(),
-                ]
-                .map(|cell| clean(&cell)),
-            );
+            let mut row = vec![
+                r.az_id.clone(),
+                r.resource_type.clone(),
+                r.resource_name.clone().unwrap_or_else(|| r.resource.clone()),
+                // Nodes and zonal shifts lose no subnets: what azevac did to them is in `actions`.
+                if r.removed_subnets.is_empty() {
+                    r.actions.join(" ")
+                } else {
+                    r.removed_subnets.join(" ")
+                },
+                format!("{}{being_changed}", r.state.as_str()),
+                r.created_at.clone().unwrap_or_default(),
+                r.evacuated_by.clone().unwrap_or_default(),
+                r.reason.clone().unwrap_or_default(),
+            ];
+            if accounts {
+                row.insert(1, r.account_id.clone().unwrap_or_else(|| "(own)".into()));
+            }
+            table.add_row(row.iter().map(|cell| clean(cell)).collect::<Vec<_>>());
         }
         println!("{}", table.trim_fmt());
         println!("{} journal records", records.len());

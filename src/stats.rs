@@ -146,7 +146,7 @@ macro_rules! client {
 }
 
 /// Wall-clock phases of one command, for `--stats`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Phases {
     last: std::time::Instant,
     done: Vec<(&'static str, Duration)>,

@@ -329,3 +329,38 @@ fn the_version_names_the_commit() {
         format!("azevac {} (commit {head})", env!("CARGO_PKG_VERSION"))
     );
 }
+
+/// Issue 16: the member-account role allows exactly the resource actions of the operator's policy
+/// (its AzevacReadOnly and AzevacChanges statements, without the sts ones), and trusts only the
+/// principal it is given.
+#[test]
+fn issue_16_the_member_role_allows_the_policys_resource_actions() {
+    let text = std::fs::read_to_string(root().join("fixtures/iam-policy.json")).expect("policy");
+    let policy: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let mut wanted = BTreeSet::new();
+    for statement in policy["Statement"].as_array().expect("statements") {
+        if ["AzevacReadOnly", "AzevacChanges"].contains(&statement["Sid"].as_str().expect("sid")) {
+            for action in statement["Action"].as_array().expect("actions") {
+                let action = action.as_str().expect("string");
+                if !action.starts_with("sts:") {
+                    wanted.insert(action.to_owned());
+                }
+            }
+        }
+    }
+    let role = std::fs::read_to_string(root().join("fixtures/member-role.cfn.yaml")).expect("role");
+    let listed: BTreeSet<String> = role
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .filter(|a| {
+            a.split_once(':')
+                .is_some_and(|(service, op)| services().contains(&service) && op.starts_with(char::is_uppercase))
+        })
+        .filter(|a| *a != "sts:AssumeRole")
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(listed, wanted);
+    let squeeze = role.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(squeeze.contains("Principal: AWS: !Ref OperatorPrincipalArn Action: sts:AssumeRole"));
+    assert!(squeeze.contains("sts:ExternalId: !Ref ExternalId"));
+}

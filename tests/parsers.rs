@@ -71,6 +71,18 @@ fn word() -> impl Strategy<Value = String> {
         "ec2=0",
         "s3=5",
         "doctor",
+        "--accounts",
+        "org",
+        "111111111111,222222222222",
+        "11111111111",
+        "--ou",
+        "ou-ab12-cdef3456",
+        "--exclude-account",
+        "--role-name",
+        "--role-arn-template",
+        "arn:aws:iam::{account}:role/x",
+        "--external-id",
+        "--account-concurrency",
     ];
     prop_oneof![
         3 => proptest::sample::select(words.to_vec()).prop_map(str::to_owned),
@@ -145,6 +157,36 @@ proptest! {
         };
         if let Err(e) = azevac::engine::validate(&request) {
             prop_assert!(!e.to_string().is_empty());
+        }
+    }
+
+    #[test]
+    fn issue_16_account_flags_parse_or_say_why_in_one_line(
+        list in prop_oneof!["[0-9]{10,13}(,[0-9 ]{0,13}){0,3}", Just("org".to_owned()), any::<String>()],
+        ou in prop_oneof!["(ou|r)-[a-z0-9]{0,34}(-[a-z0-9]{0,34})?", any::<String>()],
+        template in prop_oneof![Just("arn:aws:iam::{account}:role/x".to_owned()), any::<String>()],
+    ) {
+        match azevac::accounts::parse_accounts(&list) {
+            Ok(accounts) => prop_assert!(
+                accounts == ["org"] || accounts.iter().all(|a| a.len() == 12 && a.bytes().all(|b| b.is_ascii_digit())),
+                "{list:?} gave {accounts:?}"
+            ),
+            Err(e) => prop_assert!(!e.contains('\n') && e.contains("twelve"), "{e}"),
+        }
+        if let Err(e) = azevac::accounts::parse_ou(&ou) {
+            prop_assert!(!e.contains('\n') && e.contains("ou-"), "{e}");
+        }
+        let fleet = azevac::model::Fleet {
+            accounts: vec!["111111111111".into()],
+            role_arn_template: Some(template.clone()),
+            ..Default::default()
+        };
+        match azevac::accounts::validate(&fleet, &[]) {
+            Ok(()) => {
+                let arn = azevac::accounts::role_arn(&fleet, "111111111111", "us-east-1");
+                prop_assert!(arn.starts_with("arn:") && !arn.contains("{account}"), "{arn}");
+            }
+            Err(e) => prop_assert!(!e.to_string().contains('\n'), "{e}"),
         }
     }
 

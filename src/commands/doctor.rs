@@ -30,6 +30,8 @@ pub async fn run(ctx: &Context, args: &cli::Doctor) -> Result<i32> {
         journal: Journal::new(&sdk, ctx.journal.table()),
         sdk,
         region: ctx.region.clone(),
+        pacing: ctx.pacing.clone(),
+        run_id: ctx.run_id.clone(),
         ..*ctx
     };
     let mut checks = vec![Check::ok(
@@ -189,6 +191,7 @@ async fn types(ctx: &Context, args: &cli::Doctor) -> Vec<Check> {
             ..Request::default()
         },
         kubeconfig: args.kube.kubeconfig.clone(),
+        account: None,
     };
     let mut checks = Vec::new();
     for registration in REGISTRY {

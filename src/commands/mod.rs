@@ -3,19 +3,20 @@
 //! confirmation, the report and the exit code — is here, once. Nothing here knows a resource type.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
 
 use aws_config::SdkConfig;
 
 use crate::cli::{self, Output};
-use crate::engine::{self, Prepared, Settings};
+use crate::engine::Settings;
 use crate::journal::{Audit, Journal};
-use crate::model::{Command, Plan, Request, Status};
+use crate::model::{Command, Plan, Status};
 use crate::{Error, Result};
+pub use fanout::Fanout;
 
 pub mod apply;
 pub mod doctor;
 pub mod evacuate;
+pub mod fanout;
 pub mod init;
 pub mod recover;
 pub mod shift;
@@ -48,6 +49,12 @@ pub struct Context {
     pub progress: bool,
     /// How long a resource's lock is held between renewals.
     pub lease: std::time::Duration,
+    /// With `--accounts`: how many accounts are planned and changed at once.
+    pub account_concurrency: usize,
+    /// Requests per second per service, for the clients of each account a run reaches.
+    pub pacing: crate::pacing::Limits,
+    /// This run's ID: in every record it writes, and the session name of every role it assumes.
+    pub run_id: String,
 }
 
 impl Context {
@@ -62,7 +69,7 @@ impl Context {
             endpoint_url: global.endpoint_url.clone(),
             attempt_timeout: Some(global.attempt_timeout),
             operation_timeout: Some(global.operation_timeout),
-            pacing,
+            pacing: pacing.clone(),
         })
         .await?;
         Ok(Context {
@@ -73,6 +80,9 @@ impl Context {
             stats: global.stats,
             progress: !global.no_progress && !crate::events::json(),
             lease: global.lease,
+            account_concurrency: usize::from(global.account_concurrency),
+            pacing,
+            run_id: uuid::Uuid::new_v4().to_string(),
             sdk,
         })
     }
@@ -91,25 +101,19 @@ impl Context {
                 "unknown".to_owned()
             }
         };
-        let run_id = uuid::Uuid::new_v4().to_string();
+        let run_id = self.run_id.clone();
         crate::say!("azevac: run {run_id} as {}", crate::text::clean(&caller));
-        Audit { run_id, caller, reason }
-    }
-
-    /// The engine's plan for this command, zone and request.
-    pub async fn prepare(
-        &self,
-        command: Command,
-        az_id: Option<&str>,
-        request: &Request,
-        kubeconfig: Option<PathBuf>,
-    ) -> Result<Prepared> {
-        engine::prepare(&self.sdk, &self.journal, command, az_id, request, kubeconfig).await
+        Audit {
+            run_id,
+            caller,
+            reason,
+            account_id: None,
+        }
     }
 
     /// Print the plan without changing anything (a dry run, or nothing to do); returns the exit code.
-    pub fn print_only(&self, prepared: Prepared, dry_run: bool) -> i32 {
-        let Prepared { mut plan, phases, .. } = prepared;
+    pub fn print_only(&self, prepared: Fanout, dry_run: bool) -> i32 {
+        let Fanout { mut plan, phases, .. } = prepared;
         self.attach_stats(&mut plan, &phases);
         crate::report::print(&plan, self.output, crate::report::Phase::Plan { dry_run });
         // A plan with a type that could not be planned, or a line that failed at planning, is not
@@ -118,14 +122,14 @@ impl Context {
     }
 
     /// Show the plan, ask, and have the engine carry it out; returns the exit code.
-    pub async fn carry_out(&self, prepared: Prepared, yes: bool, wait: &cli::Wait) -> Result<i32> {
+    pub async fn carry_out(&self, prepared: Fanout, yes: bool, wait: &cli::Wait) -> Result<i32> {
         self.carry_out_notifying(prepared, yes, wait, &[]).await
     }
 
     /// [`Context::carry_out`], telling the `--notify` topics when the run starts and ends.
     pub async fn carry_out_notifying(
         &self,
-        prepared: Prepared,
+        prepared: Fanout,
         yes: bool,
         wait: &cli::Wait,
         notify: &[String],
@@ -149,8 +153,9 @@ impl Context {
         }
         let question = match plan.command {
             Command::Evacuate => format!(
-                "Evacuate {} from {changes} resources?",
-                plan.az_id.as_deref().unwrap_or_default()
+                "Evacuate {} from {changes} resources{}?",
+                plan.az_id.as_deref().unwrap_or_default(),
+                in_accounts(plan)
             ),
             Command::Recover => {
                 format!("Put back what was taken from {changes} resources and clear {planned} journal records?")
@@ -189,7 +194,7 @@ impl Context {
         let start = crate::notify::started(plan, &audit);
         let (_, (mut plan, phases)) = tokio::join!(
             notifier.publish(&start),
-            prepared.carry_out(&self.journal, &audit, &settings)
+            prepared.carry_out(&self.journal, &audit, &settings, self.account_concurrency)
         );
         notifier
             .publish(&crate::notify::ended(&plan, &audit, started.elapsed()))
@@ -222,6 +227,21 @@ impl Context {
             crate::say!("{}", stats.render().trim_end());
             plan.stats = Some(stats);
         }
+    }
+}
+
+/// " in N accounts" when the plan spans accounts.
+fn in_accounts(plan: &Plan) -> String {
+    let accounts: std::collections::BTreeSet<&str> = plan
+        .items
+        .iter()
+        .filter(|i| i.changes_resource())
+        .filter_map(|i| i.account.as_deref())
+        .collect();
+    match accounts.len() {
+        0 => String::new(),
+        1 => " in 1 account".into(),
+        n => format!(" in {n} accounts"),
     }
 }
 

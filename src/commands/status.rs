@@ -30,6 +30,13 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
             }
         }
     }
+    // `--accounts`: only those accounts' records (default: every account's).
+    let fleet = args.accounts.fleet();
+    if !fleet.is_empty() {
+        crate::accounts::validate(&fleet, &[])?;
+        let accounts = crate::accounts::resolve(&ctx.sdk, &fleet).await?;
+        records.retain(|r| r.account_id.as_ref().is_some_and(|a| accounts.contains(a)));
+    }
     let locks = ctx.journal.locks().await?;
     report::print_status(&records, &locks, &problems, ctx.output);
     // An item that cannot be read is a failure to report, as in every other command.

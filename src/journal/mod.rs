@@ -56,6 +56,9 @@ pub struct Journal {
     client: aws_sdk_dynamodb::Client,
     table: String,
     region: String,
+    /// The account whose records a recover plans from (`None`: the caller's own, reached with its
+    /// own credentials); one table serves every account, as the ARNs in its keys name theirs.
+    account: Option<String>,
 }
 
 impl Journal {
@@ -65,6 +68,16 @@ impl Journal {
             client: crate::client!(aws_sdk_dynamodb, config),
             table: table.to_owned(),
             region: crate::aws::region_of(config),
+            account: None,
+        }
+    }
+
+    /// The same table, planning recovery from the records of `account` only (`None`: the
+    /// records written with the caller's own credentials).
+    pub fn for_account(&self, account: Option<&str>) -> Journal {
+        Journal {
+            account: account.map(str::to_owned),
+            ..self.clone()
         }
     }
 
@@ -126,6 +139,23 @@ impl Journal {
     /// index (eventually consistent: recovering every zone is not a race-time operation). Items that
     /// cannot be used are returned as problems.
     pub async fn records(
+        &self,
+        types: &[&str],
+        az_id: Option<&str>,
+    ) -> Result<(BTreeMap<String, Vec<Record>>, Vec<String>)> {
+        let (mut by_type, problems) = self.records_of_every_account(types, az_id).await?;
+        // Another account's record is acted on only with that account's credentials: read here
+        // with the wrong ones, its resource would look deleted.
+        for records in by_type.values_mut() {
+            records.retain(|r| r.account_id == self.account);
+        }
+        by_type.retain(|_, records| !records.is_empty());
+        Ok((by_type, problems))
+    }
+
+    /// [`Journal::records`] of every account: which accounts hold records, and which zones are
+    /// still evacuated (an AZ ID is one physical zone in every account).
+    pub async fn records_of_every_account(
         &self,
         types: &[&str],
         az_id: Option<&str>,

@@ -152,6 +152,7 @@ pub(super) fn to_item(record: &Record) -> HashMap<String, AttributeValue> {
         ("azevac_version", &record.azevac_version),
         ("created_at", &record.created_at),
         ("updated_at", &record.updated_at),
+        ("account_id", &record.account_id),
     ];
     for (name, value) in optional {
         if let Some(value) = value {
@@ -206,6 +207,7 @@ pub(super) fn parse(item: &HashMap<String, AttributeValue>) -> Entry {
         azevac_version: key("azevac_version"),
         created_at: key("created_at"),
         updated_at: key("updated_at"),
+        account_id: key("account_id"),
         az_id,
         resource,
     })
@@ -240,6 +242,7 @@ mod tests {
             azevac_version: Some("0.1.0".into()),
             created_at: Some("2026-12-01T00:00:00Z".into()),
             updated_at: Some("2026-12-01T00:00:01Z".into()),
+            account_id: None,
         }
     }
 

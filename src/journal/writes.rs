@@ -247,6 +247,7 @@ pub(super) fn begin_write(entry: &Begin<'_>, audit: &Audit, now: &str) -> (Write
             azevac_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
             created_at: Some(now.to_owned()),
             updated_at: Some(now.to_owned()),
+            account_id: audit.account_id.clone(),
         };
         let write = Write {
             az_id: az_id.to_owned(),
@@ -269,15 +270,23 @@ pub(super) fn begin_write(entry: &Begin<'_>, audit: &Audit, now: &str) -> (Write
         reason: audit.reason.clone().or_else(|| existing.reason.clone()),
         azevac_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
         updated_at: Some(now.to_owned()),
+        // This run just read the resource through this account's role: that is how to reach it
+        // again (a record left without one would be read with the caller's own credentials).
+        account_id: audit.account_id.clone().or_else(|| existing.account_id.clone()),
         ..existing.clone()
     };
     let set_reason = if audit.reason.is_some() { ", reason = :why" } else { "" };
+    let set_account = if audit.account_id.is_some() {
+        ", account_id = :account"
+    } else {
+        ""
+    };
     let mut write = Write {
         az_id: az_id.to_owned(),
         resource: resource.id.clone(),
         kind: WriteKind::Update(format!(
             "SET removed_subnets = :removed, actions = :actions, #state = :state, #version = :next, \
-             updated_at = :now, run_id = :run, evacuated_by = :who, azevac_version = :ver{set_reason}"
+             updated_at = :now, run_id = :run, evacuated_by = :who, azevac_version = :ver{set_reason}{set_account}"
         )),
         ..Write::versioned(existing.version).naming_state()
     };
@@ -293,6 +302,9 @@ pub(super) fn begin_write(entry: &Begin<'_>, audit: &Audit, now: &str) -> (Write
     ]);
     if let Some(reason) = &audit.reason {
         write.values.insert(":why".to_owned(), s(reason));
+    }
+    if let Some(account) = &audit.account_id {
+        write.values.insert(":account".to_owned(), s(account));
     }
     (write, record)
 }
@@ -411,6 +423,7 @@ mod tests {
             azevac_version: Some("0.1.0".into()),
             created_at: None,
             updated_at: None,
+            account_id: None,
         }
     }
 
@@ -443,6 +456,7 @@ mod tests {
             run_id: "run".into(),
             caller: "me".into(),
             reason: Some("INC-1".into()),
+            account_id: None,
         };
         let resource = Resource {
             resource_type: "asg",
@@ -477,6 +491,17 @@ mod tests {
         assert_well_formed(&write);
         assert_eq!(made.reason, existing.reason, "an earlier run's reason stays");
         assert_eq!(made.removed_subnets, existing.removed_subnets, "never shrinks");
+        // A run through an account's role stamps the record with that account, new or merged.
+        let across = Audit {
+            account_id: Some("111111111111".into()),
+            ..without_reason
+        };
+        for existing in [None, Some(&existing)] {
+            let entry = Begin { existing, ..entry };
+            let (write, made) = begin_write(&entry, &across, "now");
+            assert_well_formed(&write);
+            assert_eq!(made.account_id.as_deref(), Some("111111111111"));
+        }
         assert_well_formed(&finish_write(&existing, "now").0);
         assert_well_formed(&remove_write(&existing));
         assert_well_formed(&check_write(&existing));

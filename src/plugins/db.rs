@@ -869,6 +869,7 @@ mod tests {
             azevac_version: None,
             created_at: None,
             updated_at: None,
+            account_id: None,
         }
     }
 

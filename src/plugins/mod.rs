@@ -42,6 +42,18 @@ pub struct Registration {
     pub build: Constructor,
 }
 
+impl Registration {
+    /// Whether the type acts through Kubernetes contexts rather than AWS APIs.
+    pub fn is_kubernetes(&self) -> bool {
+        self.services.is_empty()
+    }
+}
+
+/// The types that act through Kubernetes contexts (not fanned out across accounts).
+pub fn kubernetes_types() -> Vec<&'static str> {
+    REGISTRY.iter().filter(|r| r.is_kubernetes()).map(|r| r.name).collect()
+}
+
 /// Builds a plugin (may connect, as Kubernetes does).
 pub type Constructor = for<'a> fn(&'a Setup) -> BoxFuture<'a, Result<Option<Box<dyn Plugin>>>>;
 
@@ -86,8 +98,9 @@ pub const REGISTRY: &[Registration] = &[
 ];
 
 /// The IAM service prefixes every run uses whatever the types: zones and subnets, the journal, the
-/// caller's identity, and the `--notify` topics.
-pub const CORE_SERVICES: &[&str] = &["ec2", "dynamodb", "sts", "sns"];
+/// caller's identity and the roles it assumes (`--accounts`), the organization's accounts
+/// (`--accounts org`), and the `--notify` topics.
+pub const CORE_SERVICES: &[&str] = &["ec2", "dynamodb", "sts", "organizations", "sns"];
 
 /// Every AWS service azevac calls (signing names; the same as the IAM prefixes here): the core
 /// ones and each registered type's, for `--max-rate`.
@@ -116,6 +129,8 @@ pub struct Setup {
     pub request: Request,
     /// `--kubeconfig`, for the Kubernetes types.
     pub kubeconfig: Option<PathBuf>,
+    /// The account reached by assuming a role there (`--accounts`); `None`: the caller's own.
+    pub account: Option<String>,
 }
 
 /// The plugins for the request's types (every type when none is named), in registry order.
@@ -123,7 +138,10 @@ pub async fn select(setup: &Setup) -> Result<Vec<Box<dyn Plugin>>> {
     let mut plugins = Vec::new();
     for registration in REGISTRY {
         let wanted = setup.request.types.is_empty() || setup.request.names(registration.name);
-        if wanted {
+        // Kubernetes types reach their clusters through kube contexts, not AWS accounts: a run
+        // across accounts would act on the same clusters once per account.
+        let reachable = setup.account.is_none() || !registration.is_kubernetes();
+        if wanted && reachable {
             if let Some(plugin) = (registration.build)(setup).await? {
                 plugins.push(plugin);
             }

@@ -1,0 +1,340 @@
+//! Runs across accounts. An AZ ID is one physical zone in every account, so one command can
+//! evacuate it everywhere: this module says which accounts `--accounts` names (a list, or the
+//! organization's active accounts, optionally under some OUs) and builds, per account, the SDK
+//! configuration of the azevac role assumed there. The journal stays in the caller's account; only
+//! the resources' calls use the assumed roles.
+
+use aws_config::SdkConfig;
+use aws_sdk_sts::config::{ProvideCredentials, SharedCredentialsProvider};
+
+use crate::model::Fleet;
+use crate::{Error, Result};
+
+/// `--accounts org`: every ACTIVE account of the caller's organization.
+pub const ORG: &str = "org";
+
+/// The call that reaches an account (made by the SDK's assume-role provider, named here for errors
+/// and for the IAM policy's drift test).
+const ASSUME_ROLE: &str = "sts:AssumeRole";
+
+/// The role assumed in each account unless `--role-name` or `--role-arn-template` says otherwise.
+pub const DEFAULT_ROLE_NAME: &str = "azevac";
+
+/// One `--accounts` value: a comma-separated list of twelve-digit account IDs, or `org`.
+pub fn parse_accounts(value: &str) -> Result<Vec<String>, String> {
+    if value.trim() == ORG {
+        return Ok(vec![ORG.to_owned()]);
+    }
+    let accounts: Vec<String> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(parse_account_id)
+        .collect::<Result<_, _>>()?;
+    if accounts.is_empty() {
+        return Err(format!(
+            "no account in {value:?}: give twelve-digit account IDs separated by commas, or `{ORG}`"
+        ));
+    }
+    Ok(accounts)
+}
+
+/// One twelve-digit AWS account ID.
+pub fn parse_account_id(value: &str) -> Result<String, String> {
+    let value = value.trim();
+    if value.len() == 12 && value.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(value.to_owned())
+    } else {
+        Err(format!(
+            "{:?} is not an AWS account ID: give the twelve digits (e.g. 111111111111)",
+            crate::text::clean(value)
+        ))
+    }
+}
+
+/// One `--ou` value: an organizational unit ID (`ou-` + root part + `-` + unit part) or a root ID.
+pub fn parse_ou(value: &str) -> Result<String, String> {
+    let value = value.trim();
+    let alnum = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    let ok = match value.split('-').collect::<Vec<_>>().as_slice() {
+        ["ou", root, unit] => {
+            (4..=32).contains(&root.len()) && alnum(root) && (8..=32).contains(&unit.len()) && alnum(unit)
+        }
+        ["r", root] => (4..=32).contains(&root.len()) && alnum(root),
+        _ => false,
+    };
+    if ok {
+        Ok(value.to_owned())
+    } else {
+        Err(format!(
+            "{:?} is not an organizational unit or root ID: give one like ou-ab12-cdef3456 or r-ab12 \
+             (aws organizations list-organizational-units-for-parent)",
+            crate::text::clean(value)
+        ))
+    }
+}
+
+/// Refuse a fan-out that cannot work, before any call (a saved plan is checked again here).
+pub fn validate(fleet: &Fleet, types: &[String]) -> Result<()> {
+    if fleet.is_empty() {
+        if !fleet.ous.is_empty() {
+            return Err(Error::BadInput("--ou needs --accounts org".into()));
+        }
+        return Ok(());
+    }
+    let org = fleet.accounts.iter().any(|a| a == ORG);
+    if org && fleet.accounts.len() > 1 {
+        return Err(Error::BadInput(format!(
+            "--accounts is either `{ORG}` or a list of account IDs, not both"
+        )));
+    }
+    if !org && !fleet.ous.is_empty() {
+        return Err(Error::BadInput(format!("--ou needs --accounts {ORG}")));
+    }
+    for account in fleet.accounts.iter().filter(|a| *a != ORG).chain(&fleet.exclude) {
+        parse_account_id(account).map_err(Error::BadInput)?;
+    }
+    if let Some(template) = &fleet.role_arn_template {
+        if !template.contains("{account}") || !template.starts_with("arn:") {
+            return Err(Error::BadInput(format!(
+                "--role-arn-template {:?} must be a role ARN with {{account}} in it, e.g. \
+                 arn:aws:iam::{{account}}:role/ops/azevac",
+                crate::text::clean(template)
+            )));
+        }
+    }
+    let kubernetes = crate::plugins::kubernetes_types();
+    if let Some(named) = types.iter().find(|t| kubernetes.contains(&t.as_str())) {
+        return Err(Error::BadInput(format!(
+            "--type {named} acts through kube contexts, not AWS accounts: run it without --accounts \
+             (a run across accounts covers {})",
+            crate::plugins::types()
+                .into_iter()
+                .filter(|t| !kubernetes.contains(t))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// The AWS partition a region is in, for role ARNs.
+pub fn partition_of(region: &str) -> &'static str {
+    if region.starts_with("cn-") {
+        "aws-cn"
+    } else if region.starts_with("us-gov-") {
+        "aws-us-gov"
+    } else if region.starts_with("us-iso-") {
+        "aws-iso"
+    } else if region.starts_with("us-isob-") {
+        "aws-iso-b"
+    } else {
+        "aws"
+    }
+}
+
+/// The role azevac assumes in `account`.
+pub fn role_arn(fleet: &Fleet, account: &str, region: &str) -> String {
+    let partition = partition_of(region);
+    match &fleet.role_arn_template {
+        Some(template) => template.replace("{account}", account).replace("{partition}", partition),
+        None => format!(
+            "arn:{partition}:iam::{account}:role/{}",
+            fleet.role_name.as_deref().unwrap_or(DEFAULT_ROLE_NAME)
+        ),
+    }
+}
+
+/// The accounts `fleet` names, in order, each once, without the excluded ones: the list as given,
+/// or the organization's ACTIVE accounts (under `--ou`, at any depth).
+pub async fn resolve(sdk: &SdkConfig, fleet: &Fleet) -> Result<Vec<String>> {
+    let named = if fleet.accounts.iter().any(|a| a == ORG) {
+        organization(sdk, &fleet.ous).await?
+    } else {
+        fleet.accounts.clone()
+    };
+    let mut accounts = Vec::new();
+    for account in named {
+        if !fleet.exclude.contains(&account) && !accounts.contains(&account) {
+            accounts.push(account);
+        }
+    }
+    if accounts.is_empty() {
+        return Err(Error::BadInput(
+            "--accounts names no account once --exclude-account is applied: nothing to do".into(),
+        ));
+    }
+    Ok(accounts)
+}
+
+/// The organization's ACTIVE accounts: all of them, or those under the OUs (and their child OUs).
+async fn organization(sdk: &SdkConfig, ous: &[String]) -> Result<Vec<String>> {
+    let client = crate::client!(aws_sdk_organizations, sdk);
+    let mut accounts: Vec<aws_sdk_organizations::types::Account> = Vec::new();
+    if ous.is_empty() {
+        let pages: Vec<_> = client
+            .list_accounts()
+            .into_paginator()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| organizations_error("organizations:ListAccounts", &e))?;
+        accounts = pages.into_iter().flat_map(|p| p.accounts.unwrap_or_default()).collect();
+    } else {
+        let mut parents: Vec<String> = ous.to_vec();
+        while let Some(parent) = parents.pop() {
+            let children: Vec<_> = client
+                .list_organizational_units_for_parent()
+                .parent_id(&parent)
+                .into_paginator()
+                .send()
+                .try_collect()
+                .await
+                .map_err(|e| organizations_error("organizations:ListOrganizationalUnitsForParent", &e))?;
+            parents.extend(
+                children
+                    .iter()
+                    .flat_map(|p| p.organizational_units())
+                    .filter_map(|ou| ou.id().map(str::to_owned)),
+            );
+            let direct: Vec<_> = client
+                .list_accounts_for_parent()
+                .parent_id(&parent)
+                .into_paginator()
+                .send()
+                .try_collect()
+                .await
+                .map_err(|e| organizations_error("organizations:ListAccountsForParent", &e))?;
+            accounts.extend(direct.into_iter().flat_map(|p| p.accounts.unwrap_or_default()));
+        }
+    }
+    let mut ids: Vec<String> = accounts
+        .iter()
+        .filter(|a| a.state() == Some(&aws_sdk_organizations::types::AccountState::Active))
+        .filter_map(|a| a.id().map(str::to_owned))
+        .collect();
+    ids.sort();
+    ids.dedup();
+    Ok(ids)
+}
+
+fn organizations_error<E, R>(action: &str, e: &aws_sdk_organizations::error::SdkError<E, R>) -> Error
+where
+    E: std::error::Error + aws_sdk_organizations::error::ProvideErrorMetadata + Send + Sync + 'static,
+    R: std::fmt::Debug,
+{
+    let code = aws_sdk_organizations::error::ProvideErrorMetadata::code(e).unwrap_or_default();
+    let detail = aws_sdk_organizations::error::DisplayErrorContext(e).to_string();
+    match code {
+        "AccessDeniedException" | "AWSOrganizationsNotInUseException" => Error::BadInput(format!(
+            "{action} failed ({code}): `--accounts {ORG}` needs the organization's management account \
+             or a delegated administrator with {action}; or list the account IDs instead"
+        )),
+        "ParentNotFoundException" => Error::BadInput(format!(
+            "{action}: an --ou is not in this organization ({code}); list them with \
+             aws organizations list-organizational-units-for-parent"
+        )),
+        _ => Error::BadInput(format!("{action} failed: {}", crate::text::clean(&detail))),
+    }
+}
+
+/// The SDK configuration of `role_arn` assumed from the caller's credentials (session name: the run
+/// ID, so CloudTrail in the member account names the run). The credentials are fetched once here,
+/// so that an account whose role cannot be assumed is one clear line before anything is planned;
+/// the SDK refreshes them for longer runs. `http` replaces the HTTP client: each account's control
+/// plane has its own quotas, so each gets its own pacing.
+pub async fn assume(
+    sdk: &SdkConfig,
+    role_arn: &str,
+    session: &str,
+    external_id: Option<&str>,
+    http: Option<aws_smithy_runtime_api::client::http::SharedHttpClient>,
+) -> Result<SdkConfig> {
+    let mut builder = aws_config::sts::AssumeRoleProvider::builder(role_arn).session_name(session);
+    if let Some(id) = external_id {
+        builder = builder.external_id(id);
+    }
+    let provider = builder.configure(sdk).build().await;
+    if let Err(e) = provider.provide_credentials().await {
+        let detail = aws_sdk_sts::error::DisplayErrorContext(&e).to_string();
+        return Err(Error::BadInput(format!(
+            "cannot assume {role_arn} ({ASSUME_ROLE}): {}; check that the role exists in that account and trusts the \
+             caller (fixtures/member-role.cfn.yaml), and the --external-id",
+            crate::text::clean(&detail)
+        )));
+    }
+    let mut config = sdk
+        .to_builder()
+        .credentials_provider(SharedCredentialsProvider::new(provider));
+    if let Some(http) = http {
+        config = config.http_client(http);
+    }
+    Ok(config.build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn account_lists_parse() {
+        assert_eq!(
+            parse_accounts("111111111111, 222222222222").expect("list"),
+            vec!["111111111111", "222222222222"]
+        );
+        assert_eq!(parse_accounts("org").expect("org"), vec!["org"]);
+        assert!(parse_accounts("11111111111").is_err());
+        assert!(parse_accounts(",").is_err());
+        assert!(parse_accounts("1111111111a1").is_err());
+    }
+
+    #[test]
+    fn ou_ids_parse() {
+        assert!(parse_ou("ou-ab12-cdef3456").is_ok());
+        assert!(parse_ou("r-ab12").is_ok());
+        assert!(parse_ou("ou-AB12-cdef3456").is_err());
+        assert!(parse_ou("ou-ab12").is_err());
+    }
+
+    #[test]
+    fn role_arns_follow_the_partition_and_the_template() {
+        let fleet = Fleet::default();
+        assert_eq!(
+            role_arn(&fleet, "111111111111", "us-east-1"),
+            "arn:aws:iam::111111111111:role/azevac"
+        );
+        assert_eq!(
+            role_arn(&fleet, "111111111111", "cn-north-1"),
+            "arn:aws-cn:iam::111111111111:role/azevac"
+        );
+        let shaped = Fleet {
+            role_arn_template: Some("arn:{partition}:iam::{account}:role/ops/evac".into()),
+            ..Fleet::default()
+        };
+        assert_eq!(
+            role_arn(&shaped, "222222222222", "us-gov-west-1"),
+            "arn:aws-us-gov:iam::222222222222:role/ops/evac"
+        );
+    }
+
+    #[test]
+    fn fan_outs_that_cannot_work_are_refused() {
+        let fleet = |accounts: &[&str]| Fleet {
+            accounts: accounts.iter().map(|a| a.to_string()).collect(),
+            ..Fleet::default()
+        };
+        assert!(validate(&fleet(&["111111111111"]), &[]).is_ok());
+        assert!(validate(&fleet(&["org", "111111111111"]), &[]).is_err());
+        assert!(validate(&fleet(&["111111111111"]), &["eks".into()]).is_err());
+        let ou_without_org = Fleet {
+            ous: vec!["ou-ab12-cdef3456".into()],
+            ..fleet(&["111111111111"])
+        };
+        assert!(validate(&ou_without_org, &[]).is_err());
+        let bad_template = Fleet {
+            role_arn_template: Some("arn:aws:iam::123456789012:role/x".into()),
+            ..fleet(&["111111111111"])
+        };
+        assert!(validate(&bad_template, &[]).is_err());
+    }
+}

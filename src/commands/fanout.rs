@@ -1,0 +1,275 @@
+//! A command across the accounts it acts in. Each account is planned and carried out by the engine
+//! on its own (its own zones, subnets, plugins, credentials and pacing) against the one journal in
+//! the caller's account, each record stamped with its account; the operator sees one plan, answers
+//! one question, and gets one result. An account that cannot be reached is one problem line and
+//! the others go on. A run in the caller's own account is the one-target case of the same path.
+
+use aws_config::SdkConfig;
+use futures::StreamExt;
+
+use super::Context;
+use crate::engine::{self, Prepared, Settings};
+use crate::error::describe;
+use crate::journal::{Audit, Journal};
+use crate::model::{Command, Plan, Request};
+use crate::stats::Phases;
+use crate::{Error, Result};
+
+/// One account a command acts in.
+pub struct Target {
+    /// The account reached through an assumed role (`None`: the caller's own credentials).
+    pub account: Option<String>,
+    /// Its SDK configuration.
+    pub sdk: SdkConfig,
+    /// The journal, reading this account's records.
+    pub journal: Journal,
+}
+
+/// A command's plan across its accounts, ready to be shown and carried out.
+pub struct Fanout {
+    /// Every account's lines, in account order, and every account's problems.
+    pub plan: Plan,
+    /// Wall-clock phases so far, for `--stats`.
+    pub phases: Phases,
+    /// The accounts that could not be reached or planned, one line each.
+    problems: Vec<String>,
+    parts: Vec<(Target, Prepared)>,
+}
+
+impl Context {
+    /// Plan `command` in every account the request names (or, for recover, every account whose
+    /// records the journal holds), `account_concurrency` accounts at a time.
+    pub async fn prepare(
+        &self,
+        command: Command,
+        az_id: Option<&str>,
+        request: &Request,
+        kubeconfig: Option<std::path::PathBuf>,
+    ) -> Result<Fanout> {
+        engine::validate(request)?;
+        let (targets, mut problems) = self.targets(command, az_id, request).await?;
+        let across = targets.iter().any(|t| t.account.is_some()) || !problems.is_empty();
+        let planned: Vec<(Target, Result<Prepared>)> = futures::stream::iter(targets.into_iter().map(|target| {
+            let kubeconfig = kubeconfig.clone();
+            async move {
+                let prepared = engine::prepare(
+                    &target.sdk,
+                    &target.journal,
+                    command,
+                    az_id,
+                    request,
+                    kubeconfig,
+                    target.account.as_deref(),
+                )
+                .await;
+                (target, prepared)
+            }
+        }))
+        .buffered(self.account_concurrency)
+        .collect()
+        .await;
+        let mut parts = Vec::new();
+        let mut first_error = None;
+        for (target, prepared) in planned {
+            match prepared {
+                Ok(prepared) => parts.push((target, prepared)),
+                // In the caller's own account alone, a planning error is the command's error (bad
+                // input stays exit 2, with its advice).
+                Err(e) if !across => return Err(e),
+                Err(e) => {
+                    problems.push(format!(
+                        "account {}: not planned, nothing changed there: {}",
+                        target.account.as_deref().unwrap_or("(own)"),
+                        describe(&e)
+                    ));
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if parts.is_empty() {
+            // Every account failed alike (an AZ ID that exists nowhere): the error itself says best
+            // what to do.
+            return Err(first_error
+                .unwrap_or_else(|| Error::BadInput(format!("no account could be reached: {}", problems.join("; ")))));
+        }
+        // The accounts were planned side by side: the first one's phases stand for all.
+        let phases = parts
+            .first()
+            .map(|(_, p)| p.phases.clone())
+            .unwrap_or_else(Phases::start);
+        let plan = merge(
+            parts.iter().map(|(t, p)| (t.account.as_deref(), p.plan.clone())),
+            &problems,
+        );
+        Ok(Fanout {
+            plan,
+            phases,
+            problems,
+            parts,
+        })
+    }
+
+    /// The accounts a command acts in: the caller's own (unless `--accounts` names others), then
+    /// each named account through its role; for recover without `--accounts`, also every account
+    /// whose records the journal holds. Accounts whose role cannot be assumed are problems.
+    async fn targets(
+        &self,
+        command: Command,
+        az_id: Option<&str>,
+        request: &Request,
+    ) -> Result<(Vec<Target>, Vec<String>)> {
+        let fleet = &request.fleet;
+        let accounts = if !fleet.is_empty() {
+            crate::accounts::resolve(&self.sdk, fleet).await?
+        } else if command == Command::Recover {
+            self.accounts_with_records(az_id, request).await?
+        } else {
+            Vec::new()
+        };
+        let mut targets = Vec::new();
+        if fleet.is_empty() {
+            targets.push(Target {
+                account: None,
+                sdk: self.sdk.clone(),
+                journal: self.journal.for_account(None),
+            });
+        }
+        let region = crate::aws::region_of(&self.sdk);
+        let assumed: Vec<(String, Result<SdkConfig>)> = futures::stream::iter(accounts.into_iter().map(|account| {
+            let role = crate::accounts::role_arn(fleet, &account, &region);
+            let session = format!("azevac-{}", self.run_id);
+            // Each account's control plane has its own quotas: its own pacing buckets.
+            let http = crate::pacing::default_http_client().map(|h| self.pacing.wrap(h));
+            async move {
+                let sdk = crate::accounts::assume(&self.sdk, &role, &session, fleet.external_id.as_deref(), http).await;
+                (account, sdk)
+            }
+        }))
+        .buffered(self.account_concurrency)
+        .collect()
+        .await;
+        let mut problems = Vec::new();
+        for (account, sdk) in assumed {
+            match sdk {
+                Ok(sdk) => targets.push(Target {
+                    journal: self.journal.for_account(Some(&account)),
+                    account: Some(account),
+                    sdk,
+                }),
+                Err(e) => problems.push(format!(
+                    "account {account}: not reached, nothing changed there{}: {}",
+                    if command == Command::Recover {
+                        " and its records are kept"
+                    } else {
+                        ""
+                    },
+                    describe(&e)
+                )),
+            }
+        }
+        Ok((targets, problems))
+    }
+
+    /// The accounts named by the records a recover would read (of the request's types, in its zone).
+    async fn accounts_with_records(&self, az_id: Option<&str>, request: &Request) -> Result<Vec<String>> {
+        let types: Vec<&str> = crate::plugins::types()
+            .into_iter()
+            .filter(|t| request.types.is_empty() || request.names(t))
+            .collect();
+        let records = match self.journal.records_of_every_account(&types, az_id).await {
+            Ok((records, _)) => records,
+            // No journal: the recover in the caller's own account says so.
+            Err(Error::TableMissing { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut accounts: Vec<String> = records
+            .values()
+            .flatten()
+            .filter_map(|r| r.account_id.clone())
+            .collect();
+        accounts.sort();
+        accounts.dedup();
+        Ok(accounts)
+    }
+}
+
+impl Fanout {
+    /// Carry every account's plan out, `at_once` accounts at a time, each with its own journal
+    /// scope and audit; returns the merged outcome.
+    pub async fn carry_out(
+        self,
+        journal: &Journal,
+        audit: &Audit,
+        settings: &Settings,
+        at_once: usize,
+    ) -> (Plan, Phases) {
+        let Fanout {
+            phases,
+            problems,
+            parts,
+            ..
+        } = self;
+        // One progress bar per account would interleave on the terminal: lines only.
+        let settings = Settings {
+            progress: settings.progress && parts.len() == 1,
+            ..settings.clone()
+        };
+        let settings = &settings;
+        let results: Vec<(Option<String>, (Plan, Phases))> =
+            futures::stream::iter(parts.into_iter().map(|(target, prepared)| {
+                let audit = Audit {
+                    account_id: target.account.clone(),
+                    ..audit.clone()
+                };
+                async move {
+                    let (mut plan, phases) = prepared.carry_out(&target.journal, &audit, settings).await;
+                    for item in &mut plan.items {
+                        item.account.clone_from(&target.account);
+                    }
+                    (target.account, (plan, phases))
+                }
+            }))
+            .buffered(at_once)
+            .collect()
+            .await;
+        let phases = results.first().map(|(_, (_, p))| p.clone()).unwrap_or(phases);
+        let plan = merge(results.into_iter().map(|(a, (plan, _))| (a, plan)), &problems);
+        if problems.is_empty() {
+            engine::sweep_dead_locks(journal, &plan).await;
+        }
+        (plan, phases)
+    }
+}
+
+/// One plan from every account's: lines in account order, each account's problems named with it,
+/// then the accounts that could not be reached.
+fn merge<A: AsRef<str>>(plans: impl Iterator<Item = (Option<A>, Plan)>, unreached: &[String]) -> Plan {
+    let mut merged: Option<Plan> = None;
+    for (account, plan) in plans {
+        let account = account.as_ref().map(|a| a.as_ref().to_owned());
+        let problems: Vec<String> = plan
+            .problems
+            .iter()
+            .map(|p| match &account {
+                Some(a) => format!("account {a}: {p}"),
+                None => p.clone(),
+            })
+            .collect();
+        match &mut merged {
+            None => {
+                merged = Some(Plan { problems, ..plan });
+            }
+            Some(all) => {
+                // Zone names differ between accounts; the AZ ID is the one name they share.
+                if all.az_name != plan.az_name {
+                    all.az_name = None;
+                }
+                all.items.extend(plan.items);
+                all.problems.extend(problems);
+            }
+        }
+    }
+    let mut plan = merged.unwrap_or_else(|| Plan::empty(Command::Evacuate));
+    plan.problems.extend(unreached.iter().cloned());
+    plan
+}
