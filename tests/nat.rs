@@ -1,0 +1,548 @@
+//! NAT routes out of the zone: the real binary points the routes of route tables in healthy zones
+//! away from a NAT gateway in use1-az2 (to one in the subnets' own zone, same VPC, same
+//! connectivity type), leaves alone what it must, and on recover points back exactly what it set.
+//! moto implements `ReplaceRoute` (IPv4, IPv6 and prefix-list destinations), the route-table and
+//! NAT-gateway filters used here, and NAT gateway connectivity types; a NAT gateway there is
+//! `available` at once, and `deleted` once deleted.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use aws_sdk_ec2::types::{ConnectivityType, Filter, ResourceType, Tag, TagSpecification};
+use aws_sdk_ec2::Client;
+
+use common::proxy::{Faults, KillWhen, Proxy};
+use common::{attr_list, attr_s, azevac, call_number, journal_items, plan_line as line, run_watched, Moto};
+
+const DRY_RUN: &[&str] = &[
+    "evacuate",
+    "--az-id",
+    "use1-az2",
+    "--type",
+    "nat",
+    "--dry-run",
+    "--output",
+    "json",
+];
+const EVACUATE: &[&str] = &[
+    "evacuate", "--az-id", "use1-az2", "--type", "nat", "--yes", "--output", "json",
+];
+const RECOVER: &[&str] = &["recover", "--type", "nat", "--yes", "--output", "json"];
+
+/// Route table name → destination → target, for every named table.
+type Routes = BTreeMap<String, BTreeMap<String, String>>;
+
+fn named(kind: ResourceType, name: &str) -> TagSpecification {
+    TagSpecification::builder()
+        .resource_type(kind)
+        .tags(Tag::builder().key("Name").value(name).build())
+        .build()
+}
+
+struct Seeder {
+    ec2: Client,
+    /// NAT gateway name → ID.
+    nats: BTreeMap<String, String>,
+    /// Route table name → ID.
+    tables: BTreeMap<String, String>,
+    /// (VPC, AZ ID) → subnet.
+    subnets: BTreeMap<(String, String), String>,
+    vpcs: BTreeMap<String, String>,
+}
+
+impl Seeder {
+    async fn vpc(&mut self, name: &str, cidr: &str, zones: &[&str]) {
+        let vpc = self
+            .ec2
+            .create_vpc()
+            .cidr_block(cidr)
+            .send()
+            .await
+            .expect("CreateVpc")
+            .vpc()
+            .and_then(|v| v.vpc_id())
+            .expect("VPC ID")
+            .to_owned();
+        let prefix: Vec<&str> = cidr.split('.').take(2).collect();
+        for (i, zone) in zones.iter().enumerate() {
+            let subnet = self
+                .ec2
+                .create_subnet()
+                .vpc_id(&vpc)
+                .cidr_block(format!("{}.{}.{}.0/20", prefix[0], prefix[1], i * 16))
+                .availability_zone_id(*zone)
+                .send()
+                .await
+                .expect("CreateSubnet")
+                .subnet()
+                .and_then(|s| s.subnet_id())
+                .expect("subnet ID")
+                .to_owned();
+            self.subnets.insert((name.to_owned(), zone.to_string()), subnet);
+        }
+        self.vpcs.insert(name.to_owned(), vpc);
+    }
+
+    async fn nat(&mut self, name: &str, vpc: &str, zone: &str, private: bool) {
+        let subnet = self.subnets[&(vpc.to_owned(), zone.to_owned())].clone();
+        let mut request = self
+            .ec2
+            .create_nat_gateway()
+            .subnet_id(subnet)
+            .tag_specifications(named(ResourceType::Natgateway, name));
+        if private {
+            request = request.connectivity_type(ConnectivityType::Private);
+        } else {
+            let eip = self
+                .ec2
+                .allocate_address()
+                .domain(aws_sdk_ec2::types::DomainType::Vpc)
+                .send()
+                .await
+                .expect("AllocateAddress");
+            request = request.allocation_id(eip.allocation_id().expect("allocation"));
+        }
+        let id = request
+            .send()
+            .await
+            .expect("CreateNatGateway")
+            .nat_gateway()
+            .and_then(|n| n.nat_gateway_id())
+            .expect("NAT ID")
+            .to_owned();
+        self.nats.insert(name.to_owned(), id);
+    }
+
+    /// A route table in `vpc` associated with its subnets in `zones`, with these routes
+    /// (destination → NAT name).
+    async fn table(&mut self, name: &str, vpc: &str, zones: &[&str], routes: &[(&str, &str)]) {
+        let id = self
+            .ec2
+            .create_route_table()
+            .vpc_id(&self.vpcs[vpc])
+            .tag_specifications(named(ResourceType::RouteTable, name))
+            .send()
+            .await
+            .expect("CreateRouteTable")
+            .route_table()
+            .and_then(|t| t.route_table_id())
+            .expect("table ID")
+            .to_owned();
+        for zone in zones {
+            self.ec2
+                .associate_route_table()
+                .route_table_id(&id)
+                .subnet_id(&self.subnets[&(vpc.to_owned(), zone.to_string())])
+                .send()
+                .await
+                .expect("AssociateRouteTable");
+        }
+        self.routes(&id, routes).await;
+        self.tables.insert(name.to_owned(), id);
+    }
+
+    async fn routes(&self, table: &str, routes: &[(&str, &str)]) {
+        for (destination, nat) in routes {
+            let request = self
+                .ec2
+                .create_route()
+                .route_table_id(table)
+                .nat_gateway_id(&self.nats[*nat]);
+            let request = if destination.starts_with("pl-") || destination.starts_with("list:") {
+                let list = self.prefix_list().await;
+                request.destination_prefix_list_id(list)
+            } else if destination.contains(':') {
+                request.destination_ipv6_cidr_block(*destination)
+            } else {
+                request.destination_cidr_block(*destination)
+            };
+            request.send().await.expect("CreateRoute");
+        }
+    }
+
+    async fn prefix_list(&self) -> String {
+        let lists = self
+            .ec2
+            .describe_managed_prefix_lists()
+            .filters(Filter::builder().name("prefix-list-name").values("partners").build())
+            .send()
+            .await
+            .expect("DescribeManagedPrefixLists");
+        if let Some(id) = lists.prefix_lists().iter().find_map(|l| l.prefix_list_id()) {
+            return id.to_owned();
+        }
+        self.ec2
+            .create_managed_prefix_list()
+            .prefix_list_name("partners")
+            .max_entries(5)
+            .address_family("IPv4")
+            .send()
+            .await
+            .expect("CreateManagedPrefixList")
+            .prefix_list()
+            .and_then(|l| l.prefix_list_id())
+            .expect("prefix list ID")
+            .to_owned()
+    }
+
+    /// The VPC's main route table, named.
+    async fn main_table(&mut self, name: &str, vpc: &str) -> String {
+        let out = self
+            .ec2
+            .describe_route_tables()
+            .filters(Filter::builder().name("vpc-id").values(&self.vpcs[vpc]).build())
+            .filters(Filter::builder().name("association.main").values("true").build())
+            .send()
+            .await
+            .expect("DescribeRouteTables");
+        let id = out.route_tables()[0].route_table_id().expect("main").to_owned();
+        self.ec2
+            .create_tags()
+            .resources(&id)
+            .tags(Tag::builder().key("Name").value(name).build())
+            .send()
+            .await
+            .expect("CreateTags");
+        self.tables.insert(name.to_owned(), id.clone());
+        id
+    }
+}
+
+/// - `shop`: NAT `shop-zone` in use1-az2, `shop-az1` in use1-az1, `shop-az4` in use1-az4. Private
+///   tables `shop-priv-az1` (0.0.0.0/0 and NAT64 64:ff9b::/96) and `shop-priv-az4` (0.0.0.0/0 and a
+///   prefix list) route through `shop-zone`: each moves to the NAT in its own zone.
+///   `shop-priv-az2` serves the zone's subnet: left alone.
+/// - `edge`: main table through `edge-zone`; its only subnet without an explicit association is in
+///   use1-az1 (the NAT subnets have their own table): it moves to `edge-az1`.
+/// - `calm`: its NAT is in use1-az1: nothing to do.
+/// - `lone`: its only NAT is in the zone: skipped, no replacement.
+/// - `core`: a private NAT in the zone; the only other NATs are a public one in use1-az1 (the
+///   table's own zone, never a substitute) and a private one in use1-az4 (the replacement).
+async fn seed(moto: &Moto) -> Seeder {
+    let sdk = common::sdk(moto).await;
+    let mut s = Seeder {
+        ec2: Client::new(&sdk),
+        nats: BTreeMap::new(),
+        tables: BTreeMap::new(),
+        subnets: BTreeMap::new(),
+        vpcs: BTreeMap::new(),
+    };
+    s.vpc("shop", "10.1.0.0/16", &["use1-az1", "use1-az2", "use1-az4"])
+        .await;
+    s.nat("shop-zone", "shop", "use1-az2", false).await;
+    s.nat("shop-az1", "shop", "use1-az1", false).await;
+    s.nat("shop-az4", "shop", "use1-az4", false).await;
+    s.table(
+        "shop-priv-az1",
+        "shop",
+        &["use1-az1"],
+        &[("0.0.0.0/0", "shop-zone"), ("64:ff9b::/96", "shop-zone")],
+    )
+    .await;
+    s.table(
+        "shop-priv-az4",
+        "shop",
+        &["use1-az4"],
+        &[("0.0.0.0/0", "shop-zone"), ("list:partners", "shop-zone")],
+    )
+    .await;
+    s.table("shop-priv-az2", "shop", &["use1-az2"], &[("0.0.0.0/0", "shop-zone")])
+        .await;
+
+    s.vpc("edge", "10.2.0.0/16", &["use1-az1", "use1-az2", "use1-az4"])
+        .await;
+    s.nat("edge-zone", "edge", "use1-az2", false).await;
+    s.nat("edge-az1", "edge", "use1-az1", false).await;
+    s.table("edge-public", "edge", &["use1-az2", "use1-az4"], &[]).await;
+    let main = s.main_table("edge-main", "edge").await;
+    s.routes(&main, &[("0.0.0.0/0", "edge-zone")]).await;
+
+    s.vpc("calm", "10.3.0.0/16", &["use1-az1", "use1-az4"]).await;
+    s.nat("calm-az1", "calm", "use1-az1", false).await;
+    s.table("calm-priv", "calm", &["use1-az4"], &[("0.0.0.0/0", "calm-az1")])
+        .await;
+
+    s.vpc("lone", "10.4.0.0/16", &["use1-az1", "use1-az2"]).await;
+    s.nat("lone-zone", "lone", "use1-az2", false).await;
+    s.table("lone-priv", "lone", &["use1-az1"], &[("0.0.0.0/0", "lone-zone")])
+        .await;
+
+    s.vpc("core", "10.5.0.0/16", &["use1-az1", "use1-az2", "use1-az4"])
+        .await;
+    s.nat("core-zone", "core", "use1-az2", true).await;
+    s.nat("core-public-az1", "core", "use1-az1", false).await;
+    s.nat("core-private-az4", "core", "use1-az4", true).await;
+    s.table("core-priv", "core", &["use1-az1"], &[("10.99.0.0/16", "core-zone")])
+        .await;
+    s
+}
+
+/// Every named table's routes through a gateway or NAT gateway (the `local` route left out).
+async fn routes(ec2: &Client) -> Routes {
+    let tables: Vec<aws_sdk_ec2::types::RouteTable> = ec2
+        .describe_route_tables()
+        .into_paginator()
+        .items()
+        .send()
+        .try_collect()
+        .await
+        .expect("DescribeRouteTables");
+    let mut out = Routes::new();
+    for table in tables {
+        let Some(name) = table
+            .tags()
+            .iter()
+            .find(|t| t.key() == Some("Name"))
+            .and_then(|t| t.value())
+        else {
+            continue;
+        };
+        let mut routes = BTreeMap::new();
+        for route in table.routes() {
+            let destination = route
+                .destination_cidr_block()
+                .or(route.destination_ipv6_cidr_block())
+                .or(route.destination_prefix_list_id())
+                .unwrap_or("?");
+            let target = route.nat_gateway_id().or(route.gateway_id()).unwrap_or("?");
+            if target != "local" {
+                routes.insert(destination.to_owned(), target.to_owned());
+            }
+        }
+        out.insert(name.to_owned(), routes);
+    }
+    out
+}
+
+/// `routes` with the named tables' destinations `dest` (`*`: all but `local`) now on `nat`.
+fn moved(before: &Routes, seeded: &Seeder, changes: &[(&str, &str, &str)]) -> Routes {
+    let mut after = before.clone();
+    for (table, destination, nat) in changes {
+        let routes = after.get_mut(*table).expect("table");
+        let keys: Vec<String> = routes
+            .keys()
+            .filter(|d| *destination == "*" || d.as_str() == *destination)
+            .cloned()
+            .collect();
+        for key in keys {
+            routes.insert(key, seeded.nats[*nat].clone());
+        }
+    }
+    after
+}
+
+fn text(value: &serde_json::Value) -> &str {
+    value.as_str().unwrap_or_default()
+}
+
+/// The repointing every test expects of an evacuation of the seeded estate.
+const EXPECTED: &[(&str, &str, &str)] = &[
+    ("shop-priv-az1", "*", "shop-az1"),
+    ("shop-priv-az4", "*", "shop-az4"),
+    ("edge-main", "*", "edge-az1"),
+    ("core-priv", "*", "core-private-az4"),
+];
+
+#[tokio::test]
+async fn issue_nat_routes_leave_the_zone_and_come_back_exactly() {
+    let moto = Moto::start();
+    let seeded = seed(&moto).await;
+    let ec2 = &seeded.ec2;
+    let before = routes(ec2).await;
+    assert_eq!(before["shop-priv-az1"]["0.0.0.0/0"], seeded.nats["shop-zone"]);
+
+    let dry = azevac(&moto, DRY_RUN).expect_code(0).json();
+    let az1 = line(&dry, "shop-priv-az1");
+    assert_eq!(az1["status"], "planned");
+    let (zone, near) = (&seeded.nats["shop-zone"], &seeded.nats["shop-az1"]);
+    assert_eq!(
+        az1["reason"],
+        format!(
+            "0.0.0.0/0: {zone} (use1-az2) -> {near} (use1-az1); 64:ff9b::/96: {zone} (use1-az2) -> {near} (use1-az1)"
+        )
+    );
+    assert_eq!(
+        az1["actions"],
+        serde_json::json!([
+            format!("route:0.0.0.0/0:{zone}"),
+            format!("set:0.0.0.0/0:{near}"),
+            format!("route:64:ff9b::/96:{zone}"),
+            format!("set:64:ff9b::/96:{near}"),
+        ])
+    );
+    assert!(text(&az1["notes"][0]).contains("cross-zone data transfer"), "{az1}");
+    assert_eq!(line(&dry, "edge-main")["status"], "planned");
+    let core = line(&dry, "core-priv");
+    assert!(
+        text(&core["reason"]).ends_with(&format!("-> {} (use1-az4)", seeded.nats["core-private-az4"])),
+        "a private NAT is replaced by a private one only: {core}"
+    );
+    let inside = line(&dry, "shop-priv-az2");
+    assert_eq!(inside["status"], "skipped");
+    assert!(
+        text(&inside["reason"]).contains("in use1-az2: that traffic stays in the zone"),
+        "{inside}"
+    );
+    let lone = line(&dry, "lone-priv");
+    assert_eq!(lone["status"], "skipped");
+    assert!(
+        text(&lone["reason"]).starts_with("0.0.0.0/0: no available public NAT gateway in vpc-"),
+        "{lone}"
+    );
+    let names: Vec<&str> = dry["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| text(&i["name"]))
+        .collect();
+    assert!(
+        !names.contains(&"calm-priv") && !names.contains(&"edge-public"),
+        "{names:?}"
+    );
+    assert_eq!(routes(ec2).await, before, "a dry run changes nothing");
+
+    let run = azevac(&moto, EVACUATE).expect_code(0).json();
+    for (table, _, _) in EXPECTED {
+        assert_eq!(line(&run, table)["status"], "done", "{run:#}");
+    }
+    let after = moved(&before, &seeded, EXPECTED);
+    assert_eq!(routes(ec2).await, after, "exactly the tables outside the zone moved");
+
+    let sdk = common::sdk(&moto).await;
+    let journal = journal_items(&sdk).await;
+    assert_eq!(journal.len(), EXPECTED.len(), "{journal:?}");
+    let record = journal
+        .iter()
+        .find(|r| attr_s(r, "resource").ends_with(&seeded.tables["shop-priv-az4"]))
+        .expect("shop-priv-az4's record");
+    assert_eq!(attr_s(record, "resource_type"), "nat");
+    assert_eq!(attr_s(record, "state"), "done");
+    assert!(attr_s(record, "resource").starts_with("arn:aws:ec2:us-east-1:"));
+    assert!(attr_s(record, "resource").contains(":route-table/rtb-"));
+    let actions = attr_list(record, "actions");
+    let far = &seeded.nats["shop-az4"];
+    assert!(actions.contains(&format!("route:0.0.0.0/0:{zone}")) && actions.contains(&format!("set:0.0.0.0/0:{far}")));
+    assert!(actions.iter().any(|a| a.starts_with("route:pl-")), "{actions:?}");
+
+    // Nothing left to do.
+    let again = azevac(&moto, EVACUATE).expect_code(0).json();
+    assert!(again["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .all(|i| i["status"] == "skipped"));
+    assert!(text(&line(&again, "shop-priv-az1")["reason"]).starts_with("already evacuated: 0.0.0.0/0 via "));
+    assert_eq!(routes(ec2).await, after);
+
+    let back = azevac(&moto, RECOVER).expect_code(0).json();
+    assert_eq!(line(&back, "shop-priv-az1")["status"], "done", "{back:#}");
+    assert_eq!(routes(ec2).await, before, "recover points every route back");
+    assert!(journal_items(&sdk).await.is_empty());
+    let nothing = azevac(&moto, RECOVER).expect_code(0).json();
+    assert!(nothing["items"].as_array().expect("items").is_empty(), "{nothing:#}");
+}
+
+/// A route the operator repointed after the evacuation is theirs: recover leaves it and drops the
+/// record (there is nothing azevac set left to undo, and keeping it would fail every later
+/// recover), and says on the line what the route was before. A route whose original NAT gateway is
+/// gone keeps its record (and fails the line): that record is the only note of where it went.
+#[tokio::test]
+async fn issue_nat_recover_never_clobbers_and_keeps_what_it_cannot_put_back() {
+    let moto = Moto::start();
+    let seeded = seed(&moto).await;
+    let ec2 = &seeded.ec2;
+    let before = routes(ec2).await;
+    azevac(&moto, EVACUATE).expect_code(0);
+    // The operator moves shop-priv-az4's default route to the use1-az1 NAT themselves.
+    ec2.replace_route()
+        .route_table_id(&seeded.tables["shop-priv-az4"])
+        .destination_cidr_block("0.0.0.0/0")
+        .nat_gateway_id(&seeded.nats["shop-az1"])
+        .send()
+        .await
+        .expect("ReplaceRoute");
+    // core's private NAT in the zone is deleted meanwhile.
+    ec2.delete_nat_gateway()
+        .nat_gateway_id(&seeded.nats["core-zone"])
+        .send()
+        .await
+        .expect("DeleteNatGateway");
+
+    let back = azevac(&moto, RECOVER).expect_code(1).json();
+    let az4 = line(&back, "shop-priv-az4");
+    assert_eq!(az4["status"], "done", "{az4}");
+    let reason = text(&az4["reason"]);
+    assert!(
+        reason.contains(&format!(
+            "0.0.0.0/0: now targets {}, not what azevac set ({}): left alone (was {})",
+            seeded.nats["shop-az1"], seeded.nats["shop-az4"], seeded.nats["shop-zone"]
+        )),
+        "{reason}"
+    );
+    let core = line(&back, "core-priv");
+    assert_eq!(core["status"], "failed");
+    assert!(
+        text(&core["reason"]).contains("is deleted, so the route stays on"),
+        "{core}"
+    );
+
+    let mut expected = moved(&before, &seeded, &[("core-priv", "*", "core-private-az4")]);
+    expected
+        .get_mut("shop-priv-az4")
+        .expect("table")
+        .insert("0.0.0.0/0".into(), seeded.nats["shop-az1"].clone());
+    assert_eq!(
+        routes(ec2).await,
+        expected,
+        "the prefix-list route went back; the operator's stayed"
+    );
+    let sdk = common::sdk(&moto).await;
+    let journal = journal_items(&sdk).await;
+    assert_eq!(journal.len(), 1, "only core's record stays: {journal:?}");
+    assert!(attr_s(&journal[0], "resource").ends_with(&seeded.tables["core-priv"]));
+}
+
+/// A kill just before and just after the first `ReplaceRoute`: the intent (with what azevac is
+/// about to set) is journalled first, so evacuating again and recovering ends exact, and so does
+/// recovering straight after the kill (the half-done table goes back).
+#[tokio::test]
+async fn issue_nat_a_kill_around_replace_route_loses_nothing() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk(&moto).await;
+    let evacuate = ["evacuate", "--az-id", "use1-az2", "--type", "nat", "--yes"];
+    seed(&moto).await;
+    let at = call_number(&proxy, &evacuate, "ec2:ReplaceRoute");
+    for (when, evacuate_again) in [
+        (KillWhen::BeforeForward, true),
+        (KillWhen::AfterForward, true),
+        (KillWhen::AfterForward, false),
+    ] {
+        moto.reset();
+        let seeded = seed(&moto).await;
+        let ec2 = &seeded.ec2;
+        let before = routes(ec2).await;
+        proxy.set(Faults {
+            kill_at: Some((at, when)),
+            ..Faults::default()
+        });
+        assert_eq!(run_watched(&proxy, &evacuate), None, "killed at {when:?}");
+        assert!(proxy.killed());
+        let changed = routes(ec2).await != before;
+        assert_eq!(changed, when == KillWhen::AfterForward, "killed {when:?}");
+        let journal = journal_items(&sdk).await;
+        assert!(
+            journal.iter().any(|r| attr_s(r, "state") == "intent"),
+            "the intent is journalled before ReplaceRoute: {journal:?}"
+        );
+        proxy.set(Faults::default());
+        if evacuate_again {
+            azevac(&moto, EVACUATE).expect_code(0);
+            assert_eq!(routes(ec2).await, moved(&before, &seeded, EXPECTED), "{when:?}");
+        }
+        azevac(&moto, RECOVER).expect_code(0);
+        assert_eq!(routes(ec2).await, before, "{when:?}, evacuated again: {evacuate_again}");
+        assert!(journal_items(&sdk).await.is_empty());
+    }
+}
