@@ -9,9 +9,10 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use aws_sdk_ec2::types::{ConnectivityType, Filter, ResourceType, Tag, TagSpecification};
+use aws_sdk_ec2::types::{Filter, Tag};
 use aws_sdk_ec2::Client;
 
+use common::estate::{self, NatSpec, RouteTableSpec, Spec, VpcSpec};
 use common::proxy::{Faults, KillWhen, Proxy};
 use common::{attr_list, attr_s, azevac, call_number, journal_items, plan_line as line, run_watched, Moto};
 
@@ -33,180 +34,39 @@ const RECOVER: &[&str] = &["recover", "--type", "nat", "--yes", "--output", "jso
 /// Route table name → destination → target, for every named table.
 type Routes = BTreeMap<String, BTreeMap<String, String>>;
 
-fn named(kind: ResourceType, name: &str) -> TagSpecification {
-    TagSpecification::builder()
-        .resource_type(kind)
-        .tags(Tag::builder().key("Name").value(name).build())
-        .build()
+fn vpc(name: &str, cidr: &str, zones: &[&str]) -> VpcSpec {
+    VpcSpec {
+        name: name.into(),
+        cidr: cidr.into(),
+        zones: zones.iter().map(|z| z.to_string()).collect(),
+    }
 }
 
+fn nat(name: &str, vpc: &str, zone: &str, private: bool) -> NatSpec {
+    NatSpec {
+        name: name.into(),
+        vpc: vpc.into(),
+        zone: zone.into(),
+        private,
+    }
+}
+
+fn table(name: &str, vpc: &str, zones: &[&str], routes: &[(&str, &str)]) -> RouteTableSpec {
+    RouteTableSpec {
+        name: name.into(),
+        vpc: vpc.into(),
+        zones: zones.iter().map(|z| z.to_string()).collect(),
+        routes: routes.iter().map(|(d, n)| (d.to_string(), n.to_string())).collect(),
+    }
+}
+
+/// The seeded estate and a client to read it with.
 struct Seeder {
     ec2: Client,
     /// NAT gateway name → ID.
     nats: BTreeMap<String, String>,
     /// Route table name → ID.
     tables: BTreeMap<String, String>,
-    /// (VPC, AZ ID) → subnet.
-    subnets: BTreeMap<(String, String), String>,
-    vpcs: BTreeMap<String, String>,
-}
-
-impl Seeder {
-    async fn vpc(&mut self, name: &str, cidr: &str, zones: &[&str]) {
-        let vpc = self
-            .ec2
-            .create_vpc()
-            .cidr_block(cidr)
-            .send()
-            .await
-            .expect("CreateVpc")
-            .vpc()
-            .and_then(|v| v.vpc_id())
-            .expect("VPC ID")
-            .to_owned();
-        let prefix: Vec<&str> = cidr.split('.').take(2).collect();
-        for (i, zone) in zones.iter().enumerate() {
-            let subnet = self
-                .ec2
-                .create_subnet()
-                .vpc_id(&vpc)
-                .cidr_block(format!("{}.{}.{}.0/20", prefix[0], prefix[1], i * 16))
-                .availability_zone_id(*zone)
-                .send()
-                .await
-                .expect("CreateSubnet")
-                .subnet()
-                .and_then(|s| s.subnet_id())
-                .expect("subnet ID")
-                .to_owned();
-            self.subnets.insert((name.to_owned(), zone.to_string()), subnet);
-        }
-        self.vpcs.insert(name.to_owned(), vpc);
-    }
-
-    async fn nat(&mut self, name: &str, vpc: &str, zone: &str, private: bool) {
-        let subnet = self.subnets[&(vpc.to_owned(), zone.to_owned())].clone();
-        let mut request = self
-            .ec2
-            .create_nat_gateway()
-            .subnet_id(subnet)
-            .tag_specifications(named(ResourceType::Natgateway, name));
-        if private {
-            request = request.connectivity_type(ConnectivityType::Private);
-        } else {
-            let eip = self
-                .ec2
-                .allocate_address()
-                .domain(aws_sdk_ec2::types::DomainType::Vpc)
-                .send()
-                .await
-                .expect("AllocateAddress");
-            request = request.allocation_id(eip.allocation_id().expect("allocation"));
-        }
-        let id = request
-            .send()
-            .await
-            .expect("CreateNatGateway")
-            .nat_gateway()
-            .and_then(|n| n.nat_gateway_id())
-            .expect("NAT ID")
-            .to_owned();
-        self.nats.insert(name.to_owned(), id);
-    }
-
-    /// A route table in `vpc` associated with its subnets in `zones`, with these routes
-    /// (destination → NAT name).
-    async fn table(&mut self, name: &str, vpc: &str, zones: &[&str], routes: &[(&str, &str)]) {
-        let id = self
-            .ec2
-            .create_route_table()
-            .vpc_id(&self.vpcs[vpc])
-            .tag_specifications(named(ResourceType::RouteTable, name))
-            .send()
-            .await
-            .expect("CreateRouteTable")
-            .route_table()
-            .and_then(|t| t.route_table_id())
-            .expect("table ID")
-            .to_owned();
-        for zone in zones {
-            self.ec2
-                .associate_route_table()
-                .route_table_id(&id)
-                .subnet_id(&self.subnets[&(vpc.to_owned(), zone.to_string())])
-                .send()
-                .await
-                .expect("AssociateRouteTable");
-        }
-        self.routes(&id, routes).await;
-        self.tables.insert(name.to_owned(), id);
-    }
-
-    async fn routes(&self, table: &str, routes: &[(&str, &str)]) {
-        for (destination, nat) in routes {
-            let request = self
-                .ec2
-                .create_route()
-                .route_table_id(table)
-                .nat_gateway_id(&self.nats[*nat]);
-            let request = if destination.starts_with("pl-") || destination.starts_with("list:") {
-                let list = self.prefix_list().await;
-                request.destination_prefix_list_id(list)
-            } else if destination.contains(':') {
-                request.destination_ipv6_cidr_block(*destination)
-            } else {
-                request.destination_cidr_block(*destination)
-            };
-            request.send().await.expect("CreateRoute");
-        }
-    }
-
-    async fn prefix_list(&self) -> String {
-        let lists = self
-            .ec2
-            .describe_managed_prefix_lists()
-            .filters(Filter::builder().name("prefix-list-name").values("partners").build())
-            .send()
-            .await
-            .expect("DescribeManagedPrefixLists");
-        if let Some(id) = lists.prefix_lists().iter().find_map(|l| l.prefix_list_id()) {
-            return id.to_owned();
-        }
-        self.ec2
-            .create_managed_prefix_list()
-            .prefix_list_name("partners")
-            .max_entries(5)
-            .address_family("IPv4")
-            .send()
-            .await
-            .expect("CreateManagedPrefixList")
-            .prefix_list()
-            .and_then(|l| l.prefix_list_id())
-            .expect("prefix list ID")
-            .to_owned()
-    }
-
-    /// The VPC's main route table, named.
-    async fn main_table(&mut self, name: &str, vpc: &str) -> String {
-        let out = self
-            .ec2
-            .describe_route_tables()
-            .filters(Filter::builder().name("vpc-id").values(&self.vpcs[vpc]).build())
-            .filters(Filter::builder().name("association.main").values("true").build())
-            .send()
-            .await
-            .expect("DescribeRouteTables");
-        let id = out.route_tables()[0].route_table_id().expect("main").to_owned();
-        self.ec2
-            .create_tags()
-            .resources(&id)
-            .tags(Tag::builder().key("Name").value(name).build())
-            .send()
-            .await
-            .expect("CreateTags");
-        self.tables.insert(name.to_owned(), id.clone());
-        id
-    }
 }
 
 /// - `shop`: NAT `shop-zone` in use1-az2, `shop-az1` in use1-az1, `shop-az4` in use1-az4. Private
@@ -214,68 +74,86 @@ impl Seeder {
 ///   prefix list) route through `shop-zone`: each moves to the NAT in its own zone.
 ///   `shop-priv-az2` serves the zone's subnet: left alone.
 /// - `edge`: main table through `edge-zone`; its only subnet without an explicit association is in
-///   use1-az1 (the NAT subnets have their own table): it moves to `edge-az1`.
+///   use1-az1 (the others have their own table): it moves to `edge-az1`.
 /// - `calm`: its NAT is in use1-az1: nothing to do.
 /// - `lone`: its only NAT is in the zone: skipped, no replacement.
 /// - `core`: a private NAT in the zone; the only other NATs are a public one in use1-az1 (the
 ///   table's own zone, never a substitute) and a private one in use1-az4 (the replacement).
 async fn seed(moto: &Moto) -> Seeder {
     let sdk = common::sdk(moto).await;
-    let mut s = Seeder {
-        ec2: Client::new(&sdk),
-        nats: BTreeMap::new(),
-        tables: BTreeMap::new(),
-        subnets: BTreeMap::new(),
-        vpcs: BTreeMap::new(),
+    let three = ["use1-az1", "use1-az2", "use1-az4"];
+    let spec = Spec {
+        vpcs: vec![
+            vpc("shop", "10.1.0.0/16", &three),
+            vpc("edge", "10.2.0.0/16", &three),
+            vpc("calm", "10.3.0.0/16", &["use1-az1", "use1-az4"]),
+            vpc("lone", "10.4.0.0/16", &["use1-az1", "use1-az2"]),
+            vpc("core", "10.5.0.0/16", &three),
+        ],
+        nat_gateways: vec![
+            nat("shop-zone", "shop", "use1-az2", false),
+            nat("shop-az1", "shop", "use1-az1", false),
+            nat("shop-az4", "shop", "use1-az4", false),
+            nat("edge-zone", "edge", "use1-az2", false),
+            nat("edge-az1", "edge", "use1-az1", false),
+            nat("calm-az1", "calm", "use1-az1", false),
+            nat("lone-zone", "lone", "use1-az2", false),
+            nat("core-zone", "core", "use1-az2", true),
+            nat("core-public-az1", "core", "use1-az1", false),
+            nat("core-private-az4", "core", "use1-az4", true),
+        ],
+        route_tables: vec![
+            table(
+                "shop-priv-az1",
+                "shop",
+                &["use1-az1"],
+                &[("0.0.0.0/0", "shop-zone"), ("64:ff9b::/96", "shop-zone")],
+            ),
+            table("shop-priv-az4", "shop", &["use1-az4"], &[("0.0.0.0/0", "shop-zone")]),
+            table("shop-priv-az2", "shop", &["use1-az2"], &[("0.0.0.0/0", "shop-zone")]),
+            table("edge-public", "edge", &["use1-az2", "use1-az4"], &[]),
+            table("calm-priv", "calm", &["use1-az4"], &[("0.0.0.0/0", "calm-az1")]),
+            table("lone-priv", "lone", &["use1-az1"], &[("0.0.0.0/0", "lone-zone")]),
+            table("core-priv", "core", &["use1-az1"], &[("10.99.0.0/16", "core-zone")]),
+        ],
+        ..Spec::default()
     };
-    s.vpc("shop", "10.1.0.0/16", &["use1-az1", "use1-az2", "use1-az4"])
-        .await;
-    s.nat("shop-zone", "shop", "use1-az2", false).await;
-    s.nat("shop-az1", "shop", "use1-az1", false).await;
-    s.nat("shop-az4", "shop", "use1-az4", false).await;
-    s.table(
-        "shop-priv-az1",
-        "shop",
-        &["use1-az1"],
-        &[("0.0.0.0/0", "shop-zone"), ("64:ff9b::/96", "shop-zone")],
-    )
-    .await;
-    s.table(
-        "shop-priv-az4",
-        "shop",
-        &["use1-az4"],
-        &[("0.0.0.0/0", "shop-zone"), ("list:partners", "shop-zone")],
-    )
-    .await;
-    s.table("shop-priv-az2", "shop", &["use1-az2"], &[("0.0.0.0/0", "shop-zone")])
-        .await;
-
-    s.vpc("edge", "10.2.0.0/16", &["use1-az1", "use1-az2", "use1-az4"])
-        .await;
-    s.nat("edge-zone", "edge", "use1-az2", false).await;
-    s.nat("edge-az1", "edge", "use1-az1", false).await;
-    s.table("edge-public", "edge", &["use1-az2", "use1-az4"], &[]).await;
-    let main = s.main_table("edge-main", "edge").await;
-    s.routes(&main, &[("0.0.0.0/0", "edge-zone")]).await;
-
-    s.vpc("calm", "10.3.0.0/16", &["use1-az1", "use1-az4"]).await;
-    s.nat("calm-az1", "calm", "use1-az1", false).await;
-    s.table("calm-priv", "calm", &["use1-az4"], &[("0.0.0.0/0", "calm-az1")])
-        .await;
-
-    s.vpc("lone", "10.4.0.0/16", &["use1-az1", "use1-az2"]).await;
-    s.nat("lone-zone", "lone", "use1-az2", false).await;
-    s.table("lone-priv", "lone", &["use1-az1"], &[("0.0.0.0/0", "lone-zone")])
-        .await;
-
-    s.vpc("core", "10.5.0.0/16", &["use1-az1", "use1-az2", "use1-az4"])
-        .await;
-    s.nat("core-zone", "core", "use1-az2", true).await;
-    s.nat("core-public-az1", "core", "use1-az1", false).await;
-    s.nat("core-private-az4", "core", "use1-az4", true).await;
-    s.table("core-priv", "core", &["use1-az1"], &[("10.99.0.0/16", "core-zone")])
-        .await;
-    s
+    let seeded = estate::seed(&sdk, &spec).await;
+    let ec2 = Client::new(&sdk);
+    let (nats, mut tables) = (seeded.nat_gateways, seeded.route_tables);
+    let list = ec2
+        .create_managed_prefix_list()
+        .prefix_list_name("partners")
+        .max_entries(5)
+        .address_family("IPv4")
+        .send()
+        .await
+        .expect("CreateManagedPrefixList")
+        .prefix_list()
+        .and_then(|l| l.prefix_list_id())
+        .expect("prefix list ID")
+        .to_owned();
+    estate::create_routes(&ec2, &tables["shop-priv-az4"], &[(list, nats["shop-zone"].clone())]).await;
+    let main = ec2
+        .describe_route_tables()
+        .filters(Filter::builder().name("vpc-id").values(&seeded.vpcs["edge"]).build())
+        .filters(Filter::builder().name("association.main").values("true").build())
+        .send()
+        .await
+        .expect("DescribeRouteTables")
+        .route_tables()[0]
+        .route_table_id()
+        .expect("main")
+        .to_owned();
+    ec2.create_tags()
+        .resources(&main)
+        .tags(Tag::builder().key("Name").value("edge-main").build())
+        .send()
+        .await
+        .expect("CreateTags");
+    estate::create_routes(&ec2, &main, &[("0.0.0.0/0".into(), nats["edge-zone"].clone())]).await;
+    tables.insert("edge-main".into(), main);
+    Seeder { ec2, nats, tables }
 }
 
 /// Every named table's routes through a gateway or NAT gateway (the `local` route left out).
@@ -511,7 +389,18 @@ async fn issue_nat_a_kill_around_replace_route_loses_nothing() {
     let moto = Moto::start();
     let proxy = Proxy::start(&moto.endpoint);
     let sdk = common::sdk(&moto).await;
-    let evacuate = ["evacuate", "--az-id", "use1-az2", "--type", "nat", "--yes"];
+    // One table at a time: with several ReplaceRoutes in flight, the others may land before a kill
+    // "before" the Nth.
+    let evacuate = [
+        "evacuate",
+        "--az-id",
+        "use1-az2",
+        "--type",
+        "nat",
+        "--concurrency",
+        "1",
+        "--yes",
+    ];
     seed(&moto).await;
     let at = call_number(&proxy, &evacuate, "ec2:ReplaceRoute");
     for (when, evacuate_again) in [
