@@ -832,11 +832,7 @@ impl Ec2 {
     /// The NAT gateways, subnets and route tables of every VPC with a NAT gateway in `az_id`.
     pub async fn estate(&self, az_id: &str) -> Result<Estate> {
         let mut nats = self.nat_gateways(None).await?;
-        let nat_subnets: Vec<String> = nats.iter().map(|n| n.subnet_id.clone()).collect();
-        let located = self.subnets("subnet-id", &nat_subnets).await?;
-        for nat in &mut nats {
-            nat.az_id = located.get(&nat.subnet_id).map(|(_, az)| az.clone());
-        }
+        self.locate(&mut nats).await?;
         let vpcs: BTreeSet<String> = nats
             .iter()
             .filter(|n| n.az_id.as_deref() == Some(az_id) && n.state != "deleted")
@@ -865,16 +861,22 @@ impl Ec2 {
         } else {
             self.nat_gateways(Some(("vpc-id", &vpcs))).await?
         };
-        let nat_subnets: Vec<String> = nats.iter().map(|n| n.subnet_id.clone()).collect();
-        let located = self.subnets("subnet-id", &nat_subnets).await?;
-        for nat in &mut nats {
-            nat.az_id = located.get(&nat.subnet_id).map(|(_, az)| az.clone());
-        }
+        self.locate(&mut nats).await?;
         Ok(Estate {
             nats,
             subnets: BTreeMap::new(),
             tables,
         })
+    }
+
+    /// Each NAT gateway's AZ ID: its subnet's, through the topology's batched subnet reads.
+    async fn locate(&self, nats: &mut [NatGateway]) -> Result<()> {
+        let subnets: BTreeSet<String> = nats.iter().map(|n| n.subnet_id.clone()).collect();
+        let located = crate::topology::locate_subnets(&self.client, &subnets).await?;
+        for nat in nats {
+            nat.az_id = located.get(&nat.subnet_id).cloned();
+        }
+        Ok(())
     }
 
     /// NAT gateways (all, or those matching one filter), paginated.
