@@ -241,10 +241,19 @@ pub struct Dependent {
     pub vpc_id: String,
     /// Whether it is its VPC's main route table.
     pub main: bool,
-    /// Each destination routed through a NAT gateway in the zone, with that gateway's ID.
-    pub routes: Vec<(Destination, String)>,
+    /// Each route through a NAT gateway in the zone.
+    pub routes: Vec<ZonalRoute>,
     /// The subnets it serves, with their AZ IDs (none of them in the zone).
     pub subnets: BTreeMap<String, String>,
+}
+
+/// A route through a NAT gateway in the zone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ZonalRoute {
+    /// Where it goes.
+    pub destination: Destination,
+    /// The NAT gateway in the zone it targets.
+    pub nat_gateway_id: String,
 }
 
 /// The zonal NAT dependencies of one zone.
@@ -271,10 +280,13 @@ impl Dependencies {
             .tables
             .iter()
             .filter_map(|table| {
-                let routes: Vec<(Destination, String)> = estate
+                let routes: Vec<ZonalRoute> = estate
                     .zonal_routes(table, az_id)
                     .into_iter()
-                    .map(|(r, n)| (r.destination.clone(), n.id.clone()))
+                    .map(|(r, n)| ZonalRoute {
+                        destination: r.destination.clone(),
+                        nat_gateway_id: n.id.clone(),
+                    })
                     .collect();
                 let subnets = estate.served(table);
                 let outside = !subnets.is_empty() && subnets.values().all(|z| z != az_id);
@@ -1221,7 +1233,10 @@ mod tests {
         assert_eq!(deps.route_tables[0].id, "rtb-out");
         assert_eq!(
             deps.route_tables[0].routes,
-            [(Destination::Ipv4("0.0.0.0/0".into()), "nat-zone".into())]
+            [ZonalRoute {
+                destination: Destination::Ipv4("0.0.0.0/0".into()),
+                nat_gateway_id: "nat-zone".into()
+            }]
         );
         assert_eq!(deps.route_tables[0].subnets["a4"], "use1-az4");
     }
