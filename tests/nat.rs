@@ -278,6 +278,15 @@ async fn issue_nat_routes_leave_the_zone_and_come_back_exactly() {
         !names.contains(&"calm-priv") && !names.contains(&"edge-public"),
         "{names:?}"
     );
+    // `--name-prefix` applies to the route table's Name tag.
+    let mut filtered_args = DRY_RUN.to_vec();
+    filtered_args.extend(["--name-prefix", "shop-"]);
+    let filtered = azevac(&moto, &filtered_args).expect_code(0).json();
+    assert!(
+        text(&line(&filtered, "edge-main")["reason"]).starts_with("filtered"),
+        "{filtered:#}"
+    );
+    assert_eq!(line(&filtered, "shop-priv-az1")["status"], "planned");
     assert_eq!(routes(ec2).await, before, "a dry run changes nothing");
 
     let run = azevac(&moto, EVACUATE).expect_code(0).json();
