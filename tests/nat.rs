@@ -77,7 +77,7 @@ struct Seeder {
 ///   use1-az1 (the others have their own table): it moves to `edge-az1`.
 /// - `calm`: its NAT is in use1-az1: nothing to do.
 /// - `lone`: its only NAT is in the zone: skipped, no replacement.
-/// - `core`: a private NAT in the zone; the only other NATs are a public one in use1-az1 (the
+/// - `core`: two private NATs in the zone; the only other NATs are a public one in use1-az1 (the
 ///   table's own zone, never a substitute) and a private one in use1-az4 (the replacement).
 async fn seed(moto: &Moto) -> Seeder {
     let sdk = common::sdk(moto).await;
@@ -99,6 +99,7 @@ async fn seed(moto: &Moto) -> Seeder {
             nat("calm-az1", "calm", "use1-az1", false),
             nat("lone-zone", "lone", "use1-az2", false),
             nat("core-zone", "core", "use1-az2", true),
+            nat("core-zone-2", "core", "use1-az2", true),
             nat("core-public-az1", "core", "use1-az1", false),
             nat("core-private-az4", "core", "use1-az4", true),
         ],
@@ -114,7 +115,12 @@ async fn seed(moto: &Moto) -> Seeder {
             table("edge-public", "edge", &["use1-az2", "use1-az4"], &[]),
             table("calm-priv", "calm", &["use1-az4"], &[("0.0.0.0/0", "calm-az1")]),
             table("lone-priv", "lone", &["use1-az1"], &[("0.0.0.0/0", "lone-zone")]),
-            table("core-priv", "core", &["use1-az1"], &[("10.99.0.0/16", "core-zone")]),
+            table(
+                "core-priv",
+                "core",
+                &["use1-az1"],
+                &[("10.99.0.0/16", "core-zone"), ("10.98.0.0/16", "core-zone-2")],
+            ),
         ],
         ..Spec::default()
     };
@@ -367,14 +373,16 @@ async fn issue_nat_recover_never_clobbers_and_keeps_what_it_cannot_put_back() {
         )),
         "{reason}"
     );
+    // core-priv: 10.98.0.0/16 goes back to core-zone-2; 10.99.0.0/16 cannot (core-zone is gone).
     let core = line(&back, "core-priv");
     assert_eq!(core["status"], "failed");
-    assert!(
-        text(&core["reason"]).contains("is deleted, so the route stays on"),
-        "{core}"
-    );
+    let reason = text(&core["reason"]);
+    assert!(reason.contains("1 route(s) put back; 10.99.0.0/16: "), "{core}");
+    assert!(reason.contains("is deleted, so the route stays on"), "{core}");
+    let stays = format!("stays on {}; journal record kept", seeded.nats["core-private-az4"]);
+    assert!(reason.ends_with(&stays), "said once: {core}");
 
-    let mut expected = moved(&before, &seeded, &[("core-priv", "*", "core-private-az4")]);
+    let mut expected = moved(&before, &seeded, &[("core-priv", "10.99.0.0/16", "core-private-az4")]);
     expected
         .get_mut("shop-priv-az4")
         .expect("table")
@@ -388,6 +396,14 @@ async fn issue_nat_recover_never_clobbers_and_keeps_what_it_cannot_put_back() {
     let journal = journal_items(&sdk).await;
     assert_eq!(journal.len(), 1, "only core's record stays: {journal:?}");
     assert!(attr_s(&journal[0], "resource").ends_with(&seeded.tables["core-priv"]));
+
+    // Again: what went back is back, what cannot stays journalled and fails the line.
+    let again = azevac(&moto, RECOVER).expect_code(1).json();
+    let core = line(&again, "core-priv");
+    assert_eq!(core["status"], "failed");
+    assert!(text(&core["reason"]).contains("10.98.0.0/16: already on "), "{core}");
+    assert_eq!(routes(ec2).await, expected);
+    assert_eq!(journal_items(&sdk).await.len(), 1);
 }
 
 /// A kill just before and just after the first `ReplaceRoute`: the intent (with what azevac is

@@ -562,7 +562,7 @@ pub fn recovery(record: &Record, table: Option<&RouteTable>, nats: &Estate, forg
                     to_az: nat.az_id.clone().unwrap_or_default(),
                 }),
                 found => kept.push(format!(
-                    "{destination}: {original} is {}, so the route stays on {}; journal record kept",
+                    "{destination}: {original} is {}, so the route stays on {}",
                     found.map_or("not found", |n| n.state.as_str()),
                     now.unwrap_or_default()
                 )),
@@ -583,7 +583,7 @@ pub fn recovery(record: &Record, table: Option<&RouteTable>, nats: &Estate, forg
     reasons.extend(kept.iter().cloned());
     let reason = reasons.join("; ");
     if changes.is_empty() && !kept.is_empty() {
-        item.fail(reason);
+        item.fail(format!("{reason}; journal record kept"));
         return item;
     }
     item.reason = (!reason.is_empty()).then_some(reason);
@@ -720,7 +720,12 @@ impl Plugin for NatRoutes {
         if !repoint.kept.is_empty() {
             return Err(Error::NotSettled {
                 resource: line.name.clone(),
-                why: format!("{} put back; {}", repoint.changes.len(), repoint.kept.join("; ")),
+                // The engine adds that the record is kept.
+                why: format!(
+                    "{} route(s) put back; {}",
+                    repoint.changes.len(),
+                    repoint.kept.join("; ")
+                ),
             });
         }
         Ok(Acted::default())
