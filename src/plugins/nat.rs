@@ -678,8 +678,13 @@ impl Plugin for NatRoutes {
                 let az_id = lines.first().map(|l| l.az_id.clone()).unwrap_or_default();
                 let estate = self.ec2.estate(&az_id).await?;
                 for line in lines.iter_mut().filter(|l| l.status == Status::Planned) {
+                    // Only the VPCs with a NAT gateway in the zone are read: a table not among
+                    // them is gone, or its VPC has no such gateway any more. Either way: nothing to do.
                     let Some(table) = estate.tables.iter().find(|t| t.arn == line.resource) else {
-                        line.fail("route table no longer exists; nothing changed".into());
+                        skip(
+                            line,
+                            "no longer routes through a NAT gateway in the zone (or is gone); nothing changed".into(),
+                        );
                         continue;
                     };
                     match decide(&estate, table, &line.az_id) {
