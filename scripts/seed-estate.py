@@ -32,7 +32,7 @@ def seed(spec):
     # boto3 reads AWS_DEFAULT_REGION only; azevac and the SDK for Rust read AWS_REGION.
     session = boto3.session.Session(region_name=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"))
     ec2 = session.client("ec2")
-    subnets, security_groups = {}, {}
+    subnets, security_groups, vpcs = {}, {}, {}
     for vpc in spec.get("vpcs", []):
         vpc_id = ec2.create_vpc(CidrBlock=vpc["cidr"])["Vpc"]["VpcId"]
         a, b = vpc["cidr"].split(".")[:2]
@@ -41,6 +41,34 @@ def seed(spec):
             subnets[(vpc["name"], zone)] = subnet["Subnet"]["SubnetId"]
         group = ec2.create_security_group(GroupName=f"{vpc['name']}-app", Description="azevac sample", VpcId=vpc_id)
         security_groups[vpc["name"]] = group["GroupId"]
+        vpcs[vpc["name"]] = vpc_id
+
+    nats = {}
+    for nat in spec.get("nat_gateways", []):
+        request = {
+            "SubnetId": subnets[(nat["vpc"], nat["zone"])],
+            "TagSpecifications": [{"ResourceType": "natgateway", "Tags": [{"Key": "Name", "Value": nat["name"]}]}],
+        }
+        if nat.get("private"):
+            request["ConnectivityType"] = "private"
+        else:
+            request["AllocationId"] = ec2.allocate_address(Domain="vpc")["AllocationId"]
+        nats[nat["name"]] = ec2.create_nat_gateway(**request)["NatGateway"]["NatGatewayId"]
+    for table in spec.get("route_tables", []):
+        table_id = ec2.create_route_table(
+            VpcId=vpcs[table["vpc"]],
+            TagSpecifications=[{"ResourceType": "route-table", "Tags": [{"Key": "Name", "Value": table["name"]}]}],
+        )["RouteTable"]["RouteTableId"]
+        for zone in table["zones"]:
+            ec2.associate_route_table(RouteTableId=table_id, SubnetId=subnets[(table["vpc"], zone)])
+        for destination, nat in sorted(table.get("routes", {}).items()):
+            if destination.startswith("pl-"):
+                where = {"DestinationPrefixListId": destination}
+            elif ":" in destination:
+                where = {"DestinationIpv6CidrBlock": destination}
+            else:
+                where = {"DestinationCidrBlock": destination}
+            ec2.create_route(RouteTableId=table_id, NatGatewayId=nats[nat], **where)
 
     groups = spec.get("auto_scaling_groups", [])
     if groups:
@@ -139,6 +167,7 @@ def main():
     subnets = seed(spec)
     print(
         f"seeded {len(spec.get('vpcs', []))} VPCs, {len(subnets)} subnets, "
+        f"{len(spec.get('nat_gateways', []))} NAT gateways, {len(spec.get('route_tables', []))} route tables, "
         f"{len(spec.get('auto_scaling_groups', []))} Auto Scaling groups, {len(spec.get('ecs_services', []))} ECS "
         f"services, {len(spec.get('lambda_functions', []))} Lambda functions from {path}",
         file=sys.stderr,

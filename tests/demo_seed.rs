@@ -1,7 +1,8 @@
 //! `scripts/demo` seeds the sample estate with boto3 (scripts/seed-estate.py), so that a first run
 //! builds nothing but azevac; the tests seed with the Rust SDK (tests/common/estate.rs). Both must
 //! create the same estate from the same spec: seeded into two emulators, the estates compare equal
-//! once the emulators' random IDs are replaced by what they name.
+//! once the emulators' random IDs are replaced by what they name (NAT gateways and route tables
+//! included).
 
 mod common;
 
@@ -39,6 +40,74 @@ async fn names(sdk: &aws_config::SdkConfig) -> BTreeMap<String, String> {
         );
     }
     names
+}
+
+/// The NAT routes, with names for IDs: each NAT gateway's "connectivity@AZ ID of its subnet", and
+/// each named route table's "subnets -> destination via NAT name".
+async fn nat_routes(sdk: &aws_config::SdkConfig, names: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let ec2 = aws_sdk_ec2::Client::new(sdk);
+    let name_of = |tags: &[aws_sdk_ec2::types::Tag]| {
+        tags.iter()
+            .find(|t| t.key() == Some("Name"))
+            .and_then(|t| t.value())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let mut nats = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for nat in ec2
+        .describe_nat_gateways()
+        .send()
+        .await
+        .expect("DescribeNatGateways")
+        .nat_gateways()
+    {
+        let name = name_of(nat.tags());
+        nats.insert(nat.nat_gateway_id().unwrap_or_default().to_owned(), name.clone());
+        let subnet = nat.subnet_id().unwrap_or_default();
+        let place = names.get(subnet).cloned().unwrap_or_default();
+        let kind = nat
+            .connectivity_type()
+            .map(|c| c.as_str().to_owned())
+            .unwrap_or_default();
+        out.insert(format!("nat {name}"), format!("{kind} in {place}"));
+    }
+    for table in ec2
+        .describe_route_tables()
+        .send()
+        .await
+        .expect("DescribeRouteTables")
+        .route_tables()
+    {
+        let name = name_of(table.tags());
+        if name.is_empty() {
+            continue;
+        }
+        let mut subnets: Vec<String> = table
+            .associations()
+            .iter()
+            .filter_map(|a| a.subnet_id())
+            .map(|s| names.get(s).cloned().unwrap_or_default())
+            .collect();
+        subnets.sort();
+        let mut routes: Vec<String> = table
+            .routes()
+            .iter()
+            .filter_map(|r| {
+                Some(format!(
+                    "{} via {}",
+                    r.destination_cidr_block()?,
+                    nats.get(r.nat_gateway_id()?)?
+                ))
+            })
+            .collect();
+        routes.sort();
+        out.insert(
+            format!("route table {name}"),
+            format!("{} -> {}", subnets.join(" "), routes.join(", ")),
+        );
+    }
+    out
 }
 
 fn named(snapshot: &Snapshot, names: &BTreeMap<String, String>) -> Snapshot {
@@ -86,8 +155,15 @@ async fn the_demo_seeder_creates_the_estate_the_tests_seed() {
     assert!(status.success(), "scripts/seed-estate.py failed");
     let python_sdk = common::sdk(&python).await;
 
-    let expected = named(&snapshot(&rust_sdk).await, &names(&rust_sdk).await);
-    let seeded = named(&snapshot(&python_sdk).await, &names(&python_sdk).await);
+    let (rust_names, python_names) = (names(&rust_sdk).await, names(&python_sdk).await);
+    let expected = named(&snapshot(&rust_sdk).await, &rust_names);
+    let seeded = named(&snapshot(&python_sdk).await, &python_names);
     assert!(!expected.0.is_empty() && !expected.1.is_empty() && !expected.2.is_empty());
     assert_eq!(seeded, expected);
+    let expected_routes = nat_routes(&rust_sdk, &rust_names).await;
+    assert!(
+        expected_routes.keys().any(|k| k.starts_with("route table ")),
+        "{expected_routes:?}"
+    );
+    assert_eq!(nat_routes(&python_sdk, &python_names).await, expected_routes);
 }

@@ -77,6 +77,7 @@ fn mixed_estate() -> Spec {
             function("no-vpc-fn", &[]),
             aliased,
         ],
+        ..Spec::default()
     }
 }
 

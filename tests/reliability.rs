@@ -63,6 +63,7 @@ fn small_estate() -> Spec {
             published_alias: false,
             tags: BTreeMap::new(),
         }],
+        ..Spec::default()
     }
 }
 

@@ -4,8 +4,8 @@
 //! locks, leases), concurrency, ordering and reporting — lives in the engine, once.
 //!
 //! Subnet-placed types (Auto Scaling, ECS, Lambda) implement the smaller [`SubnetService`] and share
-//! one adapter ([`subnets::Subnets`]); Kubernetes nodes, Karpenter NodePools, zonal shifts and
-//! database failovers implement [`Plugin`] directly.
+//! one adapter ([`subnets::Subnets`]); Kubernetes nodes, Karpenter NodePools, zonal shifts, NAT
+//! routes and database failovers implement [`Plugin`] directly.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -29,6 +29,7 @@ pub mod ecs;
 pub mod eks;
 pub mod karpenter;
 pub mod lambda;
+pub mod nat;
 pub mod subnets;
 pub mod zonal_shift;
 
@@ -89,6 +90,11 @@ pub const REGISTRY: &[Registration] = &[
         name: zonal_shift::TYPE,
         services: &["arc-zonal-shift"],
         build: zonal_shift::plugin,
+    },
+    Registration {
+        name: nat::TYPE,
+        services: &["ec2"],
+        build: nat::plugin,
     },
     Registration {
         name: db::TYPE,

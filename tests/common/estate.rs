@@ -1,5 +1,6 @@
-//! Seeds an estate (VPCs with one /20 subnet per AZ ID, Auto Scaling groups) into an emulator
-//! with the real SDK, from a spec that tests build in code or read from fixtures/sample-estate.json.
+//! Seeds an estate (VPCs with one /20 subnet per AZ ID, NAT gateways and the route tables through
+//! them, Auto Scaling groups, ECS services, Lambda functions) into an emulator with the real SDK,
+//! from a spec that tests build in code or read from fixtures/sample-estate.json.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +24,40 @@ pub struct Spec {
     /// The Lambda functions.
     #[serde(default)]
     pub lambda_functions: Vec<LambdaSpec>,
+    /// The NAT gateways.
+    #[serde(default)]
+    pub nat_gateways: Vec<NatSpec>,
+    /// Route tables through those NAT gateways.
+    #[serde(default)]
+    pub route_tables: Vec<RouteTableSpec>,
+}
+
+/// One NAT gateway, in its VPC's subnet of one zone, tagged `Name`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NatSpec {
+    /// Its Name tag.
+    pub name: String,
+    /// The VPC (by spec name).
+    pub vpc: String,
+    /// The AZ ID of its subnet.
+    pub zone: String,
+    /// A private NAT gateway (default: public, with an Elastic IP).
+    #[serde(default)]
+    pub private: bool,
+}
+
+/// One route table, tagged `Name`, associated with its VPC's subnets in `zones`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RouteTableSpec {
+    /// Its Name tag.
+    pub name: String,
+    /// The VPC (by spec name).
+    pub vpc: String,
+    /// The AZ IDs of the subnets associated with it.
+    pub zones: Vec<String>,
+    /// Destination CIDR → NAT gateway (by spec name).
+    #[serde(default)]
+    pub routes: BTreeMap<String, String>,
 }
 
 /// One ECS service.
@@ -120,6 +155,10 @@ pub struct Seeded {
     pub vpcs: BTreeMap<String, String>,
     /// The security group made in each VPC (by VPC name).
     pub security_groups: BTreeMap<String, String>,
+    /// NAT gateway ID for each NAT gateway name.
+    pub nat_gateways: BTreeMap<String, String>,
+    /// Route table ID for each route table name.
+    pub route_tables: BTreeMap<String, String>,
 }
 
 impl Seeded {
@@ -223,9 +262,108 @@ pub async fn seed(sdk: &SdkConfig, spec: &Spec) -> Seeded {
         let subnets: Vec<String> = group.zones.iter().map(|z| seeded.subnet(&group.vpc, z)).collect();
         create_group(&autoscaling, group, &subnets).await;
     }
+    for nat in &spec.nat_gateways {
+        let id = create_nat(&ec2, &nat.name, &seeded.subnet(&nat.vpc, &nat.zone), nat.private).await;
+        seeded.nat_gateways.insert(nat.name.clone(), id);
+    }
+    for table in &spec.route_tables {
+        let subnets: Vec<String> = table.zones.iter().map(|z| seeded.subnet(&table.vpc, z)).collect();
+        let routes: Vec<(String, String)> = table
+            .routes
+            .iter()
+            .map(|(destination, nat)| (destination.clone(), seeded.nat_gateways[nat].clone()))
+            .collect();
+        let id = create_route_table(&ec2, &table.name, &seeded.vpcs[&table.vpc], &subnets, &routes).await;
+        seeded.route_tables.insert(table.name.clone(), id);
+    }
     seed_ecs(sdk, spec, &seeded).await;
     seed_lambda(sdk, spec, &seeded).await;
     seeded
+}
+
+/// A `Name` tag for a resource being created.
+pub fn name_tag(kind: aws_sdk_ec2::types::ResourceType, name: &str) -> aws_sdk_ec2::types::TagSpecification {
+    aws_sdk_ec2::types::TagSpecification::builder()
+        .resource_type(kind)
+        .tags(aws_sdk_ec2::types::Tag::builder().key("Name").value(name).build())
+        .build()
+}
+
+/// A NAT gateway named `name` in `subnet`: public with a new Elastic IP, or private.
+pub async fn create_nat(ec2: &aws_sdk_ec2::Client, name: &str, subnet: &str, private: bool) -> String {
+    let mut request = ec2
+        .create_nat_gateway()
+        .subnet_id(subnet)
+        .tag_specifications(name_tag(aws_sdk_ec2::types::ResourceType::Natgateway, name));
+    if private {
+        request = request.connectivity_type(aws_sdk_ec2::types::ConnectivityType::Private);
+    } else {
+        let eip = ec2
+            .allocate_address()
+            .domain(aws_sdk_ec2::types::DomainType::Vpc)
+            .send()
+            .await
+            .expect("AllocateAddress");
+        request = request.allocation_id(eip.allocation_id().expect("allocation"));
+    }
+    request
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("CreateNatGateway {name}: {e:?}"))
+        .nat_gateway()
+        .and_then(|n| n.nat_gateway_id())
+        .expect("a NAT gateway ID")
+        .to_owned()
+}
+
+/// A route table named `name` in `vpc_id`, associated with `subnets`, with `routes`
+/// (destination → NAT gateway ID; see [`create_routes`]).
+pub async fn create_route_table(
+    ec2: &aws_sdk_ec2::Client,
+    name: &str,
+    vpc_id: &str,
+    subnets: &[String],
+    routes: &[(String, String)],
+) -> String {
+    let id = ec2
+        .create_route_table()
+        .vpc_id(vpc_id)
+        .tag_specifications(name_tag(aws_sdk_ec2::types::ResourceType::RouteTable, name))
+        .send()
+        .await
+        .expect("CreateRouteTable")
+        .route_table()
+        .and_then(|t| t.route_table_id())
+        .expect("a route table ID")
+        .to_owned();
+    for subnet in subnets {
+        ec2.associate_route_table()
+            .route_table_id(&id)
+            .subnet_id(subnet)
+            .send()
+            .await
+            .expect("AssociateRouteTable");
+    }
+    create_routes(ec2, &id, routes).await;
+    id
+}
+
+/// Routes through NAT gateways: destination (an IPv4 or IPv6 CIDR, or a prefix-list ID) → NAT ID.
+pub async fn create_routes(ec2: &aws_sdk_ec2::Client, table: &str, routes: &[(String, String)]) {
+    for (destination, nat) in routes {
+        let request = ec2.create_route().route_table_id(table).nat_gateway_id(nat);
+        let request = if destination.starts_with("pl-") {
+            request.destination_prefix_list_id(destination)
+        } else if destination.contains(':') {
+            request.destination_ipv6_cidr_block(destination)
+        } else {
+            request.destination_cidr_block(destination)
+        };
+        request
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("CreateRoute {destination}: {e:?}"));
+    }
 }
 
 async fn seed_ecs(sdk: &SdkConfig, spec: &Spec, seeded: &Seeded) {
