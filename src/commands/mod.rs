@@ -16,6 +16,7 @@ use crate::{Error, Result};
 pub mod apply;
 pub mod doctor;
 pub mod evacuate;
+pub mod exposure;
 pub mod init;
 pub mod recover;
 pub mod shift;
@@ -29,6 +30,8 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED: i32 = 1;
 /// Exit code: bad input or environment; nothing was changed.
 pub const EXIT_BAD_INPUT: i32 = 2;
+/// Exit code of `exposure --fail-if-exposed`: something azevac can move is still in the zone.
+pub const EXIT_EXPOSED: i32 = 3;
 
 /// What every command works with: one SDK configuration, the journal, the output choices.
 pub struct Context {
@@ -281,6 +284,7 @@ pub async fn run(cli: &cli::Cli) -> Result<i32> {
         cli::Command::Shift(command) => shift::run(&ctx, command).await,
         cli::Command::Status(args) => status::run(&ctx, args).await,
         cli::Command::Doctor(args) => doctor::run(&ctx, args).await,
+        cli::Command::Exposure(args) => exposure::run(&ctx, args).await,
         cli::Command::Completions { .. } | cli::Command::Man => Ok(EXIT_OK),
     }
 }

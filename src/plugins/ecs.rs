@@ -15,7 +15,7 @@ use aws_sdk_ecs::types::{
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
-use super::{Plugin, Resource, Setup, SubnetService};
+use super::{Place, Plugin, Presence, Resource, Setup, SubnetService};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of ECS services.
@@ -25,6 +25,8 @@ pub const TYPE: &str = "ecs";
 const DESCRIBE_BATCH: usize = 10;
 /// `ListServices` pages at most 100 ARNs.
 const LIST_PAGE: i32 = 100;
+/// `DescribeTasks` takes at most 100 tasks per call.
+const TASKS_BATCH: usize = 100;
 
 const REPLACEMENT_NOTE: &str =
     "ECS starts a new deployment: every task of the service is replaced, also those in healthy zones";
@@ -195,6 +197,34 @@ impl SubnetService for Ecs {
         Ok(())
     }
 
+    /// The service's running tasks in the zone (`ListTasks` / `DescribeTasks`): in the zone by the
+    /// subnet of their network interface, else by their `availabilityZone`. Each needs an address in
+    /// the remaining subnets (awsvpc: one interface per task).
+    async fn presence(&self, resources: &[Resource], place: &Place<'_>) -> Result<BTreeMap<String, Presence>> {
+        let mut found = BTreeMap::new();
+        for resource in resources {
+            let detail: Detail = resource.detail_as()?;
+            let service = resource.id.rsplit('/').next().unwrap_or(&resource.id);
+            let in_zone: Vec<String> = self
+                .tasks(&detail.cluster, service)
+                .await?
+                .iter()
+                .filter(|t| task_in_zone(t, place))
+                .filter_map(|t| t.task_arn().map(str::to_owned))
+                .collect();
+            found.insert(
+                resource.id.clone(),
+                Presence {
+                    needs: in_zone.clone(),
+                    in_zone,
+                    units: "tasks",
+                    note: None,
+                },
+            );
+        }
+        Ok(found)
+    }
+
     async fn settle(&self, resources: &[Resource], timeout: Duration) -> Result<Vec<(String, String)>> {
         let mut by_cluster: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for resource in resources {
@@ -231,6 +261,61 @@ impl SubnetService for Ecs {
     async fn probe(&self) -> Vec<super::Check> {
         let clusters = self.client.list_clusters().max_results(1).send().await;
         vec![super::Check::answered(TYPE, "ecs:ListClusters", clusters)]
+    }
+}
+
+impl Ecs {
+    /// The running tasks of one service. A service's tasks are in the group `service:NAME`; the
+    /// group is checked too, so that a listing that does not filter by service counts none of
+    /// another's.
+    async fn tasks(&self, cluster: &str, service: &str) -> Result<Vec<aws_sdk_ecs::types::Task>> {
+        let arns: Vec<String> = self
+            .client
+            .list_tasks()
+            .cluster(cluster)
+            .service_name(service)
+            .desired_status(aws_sdk_ecs::types::DesiredStatus::Running)
+            .max_results(LIST_PAGE)
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| Error::from_sdk("ecs:ListTasks", e))?;
+        let group = format!("service:{service}");
+        let mut tasks = Vec::new();
+        for chunk in arns.chunks(TASKS_BATCH) {
+            let out = self
+                .client
+                .describe_tasks()
+                .cluster(cluster)
+                .set_tasks(Some(chunk.to_vec()))
+                .send()
+                .await
+                .map_err(|e| Error::from_sdk("ecs:DescribeTasks", e))?;
+            tasks.extend(
+                out.tasks()
+                    .iter()
+                    .filter(|t| t.group().is_none_or(|g| g == group))
+                    .cloned(),
+            );
+        }
+        Ok(tasks)
+    }
+}
+
+/// Whether a task runs in the zone: the subnet of its network interface, else its zone's name.
+fn task_in_zone(task: &aws_sdk_ecs::types::Task, place: &Place<'_>) -> bool {
+    let subnet = task
+        .attachments()
+        .iter()
+        .filter(|a| a.r#type() == Some("ElasticNetworkInterface"))
+        .flat_map(|a| a.details())
+        .find(|d| d.name() == Some("subnetId"))
+        .and_then(|d| d.value());
+    match subnet {
+        Some(subnet) => place.zone_subnets.contains(subnet),
+        None => task.availability_zone() == Some(place.zone.name.as_str()),
     }
 }
 
