@@ -91,17 +91,16 @@ impl<S: SubnetService + 'static> Subnets<S> {
 }
 
 /// Take a line planned again from live state in place of the one planned earlier, keeping what
-/// only planning knew (caveats, prerequisites).
+/// only planning knew (caveats, prerequisites, headroom).
 fn replace(line: &mut Item, fresh: Item) {
     let notes = std::mem::take(&mut line.notes);
     let requires = std::mem::take(&mut line.requires);
     let record = line.record.take();
+    let headroom = line.headroom.take();
+    let planned = fresh.status == Status::Planned;
     *line = Item {
-        notes: if fresh.status == Status::Planned {
-            notes
-        } else {
-            Vec::new()
-        },
+        notes: if planned { notes } else { Vec::new() },
+        headroom: if planned { headroom } else { None },
         requires,
         record,
         ..fresh
