@@ -517,6 +517,30 @@ mod tests {
         }
     }
 
+    /// Names in the exposure table come from other people: escaped, like every table.
+    #[test]
+    fn the_exposure_table_escapes_names() {
+        let mut evil = Finding::new("ec2-instance", "i-1", "web\u{1b}[2J", vec!["i-1".into()]).not_movable("no group");
+        evil.notes.push("line\nbreak".into());
+        let exposure = Exposure {
+            region: "us-east-1".into(),
+            az_id: "use1-az2".into(),
+            az_name: "us-east-1c".into(),
+            findings: vec![evil],
+            problems: vec!["ecs: could not be read: \u{1b}]0;x".into()],
+        };
+        let text = render_exposure(&exposure, &exposure_summary(&exposure));
+        assert!(!text.contains('\u{1b}'), "{text}");
+        assert!(
+            text.contains("web\\u{1b}[2J") && text.contains("line\\nbreak"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("1 findings: 0 movable still in the zone, 1 not movable, 0 already away\n"),
+            "{text}"
+        );
+    }
+
     /// The plan table an operator reads before saying yes (issue 7).
     #[test]
     fn the_plan_table() {
