@@ -118,7 +118,7 @@ pub async fn prepare(
                 }
             }
             review(&plugins, &mut plan, &scope).await?;
-            headroom(&plugins, &mut plan, &scope, &ec2).await?;
+            headroom(&plugins, &mut plan, &scope, &ec2).await;
         }
         Command::Recover => {
             journal.require().await?;
@@ -212,14 +212,10 @@ async fn review(plugins: &[Box<dyn Plugin>], plan: &mut Plan, scope: &Scope<'_>)
 
 /// The headroom check (evacuate): every type's demand on the subnets its planned lines keep, the
 /// free addresses of all those subnets in batched reads, and the verdicts on the lines. A check that
-/// cannot be made is a note on the lines it concerns, never a stop: in an incident the reads may be
-/// failing too, and the check guards capacity, not correctness.
-async fn headroom(
-    plugins: &[Box<dyn Plugin>],
-    plan: &mut Plan,
-    scope: &Scope<'_>,
-    ec2: &aws_sdk_ec2::Client,
-) -> Result<()> {
+/// cannot be made (access denied included: a policy from before the check lacks `ecs:ListTasks`) is
+/// a note on the lines it concerns, never a stop: in an incident the reads may be failing too, and
+/// the check guards capacity, not correctness.
+async fn headroom(plugins: &[Box<dyn Plugin>], plan: &mut Plan, scope: &Scope<'_>, ec2: &aws_sdk_ec2::Client) {
     let mut demands = Vec::new();
     let mut unchecked: Vec<(String, String)> = Vec::new();
     for plugin in plugins {
@@ -235,7 +231,7 @@ async fn headroom(
         if lines.is_empty() {
             continue;
         }
-        match isolate(plugin.demand(&lines, scope).await)? {
+        match plugin.demand(&lines, scope).await {
             Ok(found) => demands.extend(found),
             Err(e) => unchecked.push((plugin.resource_type().to_owned(), describe(&e))),
         }
@@ -244,7 +240,7 @@ async fn headroom(
     let free = if subnets.is_empty() {
         Ok(BTreeMap::new())
     } else {
-        isolate(topology::free_ips(ec2, &subnets).await)?
+        topology::free_ips(ec2, &subnets).await
     };
     match free {
         Ok(free) => crate::headroom::apply(plan, &demands, &free, scope.request.force),
@@ -259,7 +255,6 @@ async fn headroom(
             item.notes.push(format!("headroom not checked: {why}"));
         }
     }
-    Ok(())
 }
 
 /// The longest wait a request may ask for: a week (and no overflow of the clock arithmetic).

@@ -7,7 +7,7 @@ mod common;
 use serde_json::Value;
 
 use common::estate::{self, Spec, VpcSpec};
-use common::proxy::Proxy;
+use common::proxy::{FailRule, Fault, Faults, Proxy};
 use common::{azevac_at, plan_line, Moto, ZONE};
 
 struct Setup {
@@ -205,4 +205,41 @@ async fn what_the_remaining_subnets_cannot_hold_is_held_back_unless_forced() {
         .filter(|c| *c == "ec2:DescribeSubnets")
         .count();
     assert_eq!(reads, 2, "the zone's subnets, then every remaining subnet at once");
+
+    // A policy from before the check (no ecs:ListTasks): the check is a note, never a stop; and
+    // exposure says ecs could not be read (exit 1) while listing the rest.
+    setup.proxy.set(Faults {
+        rules: vec![FailRule {
+            label: "ecs:ListTasks".into(),
+            body_contains: String::new(),
+            fault: Fault::AccessDenied,
+        }],
+        ..Faults::default()
+    });
+    let denied = setup.plan(&[]);
+    let big = plan_line(&denied, "prod/big");
+    assert_eq!(big["status"], "planned", "{big:#}");
+    assert!(big["notes"].to_string().contains("headroom not checked"), "{big:#}");
+    assert_eq!(
+        plan_line(&denied, "fleet")["status"],
+        "skipped",
+        "the group's check needs no ECS read"
+    );
+    let run = azevac_at(
+        &setup.proxy.endpoint,
+        &["exposure", "--az-id", ZONE, "--output", "json"],
+        &[],
+    )
+    .expect_code(1);
+    let document = run.json();
+    assert!(
+        document["problems"][0]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("ecs: could not be read"),
+        "{document:#}"
+    );
+    assert!(document["findings"]
+        .as_array()
+        .is_some_and(|f| f.iter().any(|f| f["kind"] == "asg")));
 }
