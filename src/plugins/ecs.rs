@@ -502,4 +502,89 @@ mod tests {
         let text = crate::error::describe(&err);
         assert!(text.contains("flaky") && text.contains("INTERNAL_ERROR"), "{text}");
     }
+
+    /// The service's tasks in the zone: ListTasks pages, DescribeTasks at most 100 a call; in the
+    /// zone by the subnet of the task's interface, else by its availabilityZone; another group's
+    /// tasks (a listing that did not filter by service) are not counted.
+    #[tokio::test]
+    async fn presence_follows_pages_and_counts_only_the_services_tasks_in_the_zone() {
+        use aws_sdk_ecs::operation::describe_tasks::DescribeTasksOutput;
+        use aws_sdk_ecs::operation::list_tasks::ListTasksOutput;
+        use aws_sdk_ecs::types::{Attachment, KeyValuePair, Task};
+        let arns: Vec<String> = (0..150)
+            .map(|i| format!("arn:aws:ecs:us-east-1:1:task/prod/t{i:03}"))
+            .collect();
+        let (first, second) = (arns[..100].to_vec(), arns[100..].to_vec());
+        let page1 = mock!(aws_sdk_ecs::Client::list_tasks)
+            .match_requests(|r| r.next_token().is_none() && r.service_name() == Some("web"))
+            .then_output(move || {
+                ListTasksOutput::builder()
+                    .set_task_arns(Some(first.clone()))
+                    .next_token("page2")
+                    .build()
+            });
+        let page2 = mock!(aws_sdk_ecs::Client::list_tasks)
+            .match_requests(|r| r.next_token() == Some("page2"))
+            .then_output(move || ListTasksOutput::builder().set_task_arns(Some(second.clone())).build());
+        let describe = mock!(aws_sdk_ecs::Client::describe_tasks)
+            .match_requests(|r| r.tasks().len() <= TASKS_BATCH)
+            .then_compute_output(|r| {
+                let tasks = r.tasks().iter().enumerate().map(|(i, arn)| {
+                    let n: usize = arn.rsplit('t').next().and_then(|n| n.parse().ok()).unwrap_or(i);
+                    let task =
+                        Task::builder()
+                            .task_arn(arn)
+                            .group(if n % 10 == 9 { "service:other" } else { "service:web" });
+                    match n % 3 {
+                        // In the zone by its interface's subnet, or elsewhere by it.
+                        0 | 1 => task.attachments(
+                            Attachment::builder()
+                                .r#type("ElasticNetworkInterface")
+                                .details(
+                                    KeyValuePair::builder()
+                                        .name("subnetId")
+                                        .value(if n.is_multiple_of(3) {
+                                            "subnet-zone"
+                                        } else {
+                                            "subnet-other"
+                                        })
+                                        .build(),
+                                )
+                                .build(),
+                        ),
+                        // No attachment: its availabilityZone says.
+                        _ => task.availability_zone("us-east-1c"),
+                    }
+                    .build()
+                });
+                DescribeTasksOutput::builder().set_tasks(Some(tasks.collect())).build()
+            });
+        let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&page1, &page2, &describe]);
+        let ecs = Ecs::new(client, vec!["prod".into()]);
+        let resource = to_resource("prod", &service("web"));
+        let zone = crate::topology::Zone {
+            id: "use1-az2".into(),
+            name: "us-east-1c".into(),
+        };
+        let zone_subnets = std::collections::BTreeSet::from(["subnet-zone".to_string()]);
+        let ec2 = aws_sdk_ec2::Client::from_conf(
+            aws_sdk_ec2::Config::builder()
+                .behavior_version(aws_sdk_ec2::config::BehaviorVersion::latest())
+                .build(),
+        );
+        let place = Place {
+            zone: &zone,
+            zone_subnets: &zone_subnets,
+            ec2: &ec2,
+        };
+        let found = ecs
+            .presence(std::slice::from_ref(&resource), &place)
+            .await
+            .expect("presence");
+        let web = &found[&resource.id];
+        let expected = (0..150).filter(|n| n % 10 != 9 && n % 3 != 1).count();
+        assert_eq!(web.in_zone.len(), expected);
+        assert_eq!(web.needs, web.in_zone);
+        assert_eq!(describe.num_calls(), 2, "150 tasks: two DescribeTasks calls");
+    }
 }
