@@ -356,3 +356,49 @@ async fn an_unknown_az_id_is_refused_with_the_valid_ones() {
         run.stderr
     );
 }
+
+/// Both questions on the sample estate (fixtures/sample-estate.json): what is in the zone, and
+/// whether the other zones hold it (every planned subnet change carries its headroom).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sample_estate_answers_both_questions() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk(&moto).await;
+    let spec = estate::read_spec(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sample-estate.json"));
+    estate::seed(&sdk, &spec).await;
+    let exposure = azevac_at(&proxy.endpoint, &["exposure", "--az-id", ZONE, "--output", "json"], &[]).expect_code(0);
+    let document = exposure.json();
+    let findings = document["findings"].as_array().expect("findings");
+    let groups_in_zone = spec
+        .auto_scaling_groups
+        .iter()
+        .filter(|g| g.zones.iter().any(|z| z == ZONE))
+        .count();
+    assert_eq!(
+        findings.iter().filter(|f| f["kind"] == "asg").count(),
+        groups_in_zone,
+        "{document:#}"
+    );
+    assert!(findings.iter().any(|f| f["kind"] == "lambda"), "{document:#}");
+    let plan = azevac_at(
+        &proxy.endpoint,
+        &["evacuate", "--az-id", ZONE, "--dry-run", "--output", "json"],
+        &[],
+    )
+    .expect_code(0)
+    .json();
+    let planned: Vec<&Value> = plan["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|i| i["status"] == "planned" && i["removed_subnets"].as_array().is_some_and(|r| !r.is_empty()))
+        .collect();
+    assert!(!planned.is_empty());
+    for line in planned {
+        assert_eq!(line["headroom"]["fits"], true, "{line:#}");
+    }
+    assert_eq!(
+        document["summary"],
+        serde_json::json!({ "findings": 10, "movable": 7, "not_movable": 3, "away": 0 })
+    );
+}
