@@ -97,6 +97,7 @@ impl Command {
             Command::Shift(Shift::List(args)) => args.az_id.as_deref(),
             Command::Shift(Shift::Cancel(args)) => args.az_id.as_deref(),
             Command::Doctor(args) => args.az_id.as_deref(),
+            Command::Exposure(args) => Some(&args.az_id),
             _ => None,
         }
     }
@@ -116,6 +117,9 @@ pub enum Command {
     Apply(Apply),
     /// Show what the journal says is evacuated now.
     Status(Status),
+    /// List, read-only, what has presence in a zone now (instances, tasks, nodes, functions, load
+    /// balancers, VPC endpoints, volumes), each with the --type that moves it or why nothing does.
+    Exposure(Exposure),
     /// ARC zonal shifts on their own: start them away from a zone, list them, cancel azevac's.
     #[command(subcommand)]
     Shift(Shift),
@@ -286,8 +290,9 @@ pub struct Evacuate {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub expiry: Expiry,
-    /// Evacuate Auto Scaling groups behind a load balancer with cross-zone load balancing off even
-    /// when no zonal shift moves that balancer's traffic away from the zone (warned, not refused).
+    /// Go ahead, with a warning, past the checks that hold a resource back: an Auto Scaling group
+    /// behind a load balancer with cross-zone load balancing off and no zonal shift away from the
+    /// zone, and a resource whose remaining subnets lack the free IP addresses for what moves there.
     #[arg(long)]
     pub force: bool,
     /// Pace Auto Scaling groups: suspend AZRebalance, then terminate the zone's instances N at a
@@ -515,6 +520,22 @@ pub struct Status {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub accounts: Accounts,
+}
+
+/// `azevac exposure`.
+#[derive(Debug, Args)]
+pub struct Exposure {
+    /// The AZ ID to look at, e.g. use1-az2.
+    #[arg(long, value_name = "AZ_ID")]
+    pub az_id: String,
+    /// Exit 3 when anything azevac can move is still in the zone (for runbooks and CI after an
+    /// evacuation). Findings azevac cannot move (standalone instances, VPC endpoints, EBS volumes)
+    /// and traffic already shifted away do not count.
+    #[arg(long)]
+    pub fail_if_exposed: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub kube: KubeAccess,
 }
 
 /// `azevac doctor`.

@@ -120,6 +120,7 @@ pub async fn prepare(
                 }
             }
             review(&plugins, &mut plan, &scope).await?;
+            headroom(&plugins, &mut plan, &scope, &ec2).await;
         }
         Command::Recover => {
             journal.require().await?;
@@ -212,6 +213,53 @@ async fn review(plugins: &[Box<dyn Plugin>], plan: &mut Plan, scope: &Scope<'_>)
         }
     }
     Ok(())
+}
+
+/// The headroom check (evacuate): every type's demand on the subnets its planned lines keep, the
+/// free addresses of all those subnets in batched reads, and the verdicts on the lines. A check that
+/// cannot be made (access denied included: a policy from before the check lacks `ecs:ListTasks`) is
+/// a note on the lines it concerns, never a stop: in an incident the reads may be failing too, and
+/// the check guards capacity, not correctness.
+async fn headroom(plugins: &[Box<dyn Plugin>], plan: &mut Plan, scope: &Scope<'_>, ec2: &aws_sdk_ec2::Client) {
+    let mut demands = Vec::new();
+    let mut unchecked: Vec<(String, String)> = Vec::new();
+    for plugin in plugins {
+        let lines: Vec<&Item> = plan
+            .items
+            .iter()
+            .filter(|i| {
+                i.resource_type == plugin.resource_type()
+                    && i.status == Status::Planned
+                    && i.removed_subnets.as_ref().is_some_and(|r| !r.is_empty())
+            })
+            .collect();
+        if lines.is_empty() {
+            continue;
+        }
+        match plugin.demand(&lines, scope).await {
+            Ok(found) => demands.extend(found),
+            Err(e) => unchecked.push((plugin.resource_type().to_owned(), describe(&e))),
+        }
+    }
+    let subnets: BTreeSet<String> = demands.iter().flat_map(|d| d.remaining.iter().cloned()).collect();
+    let free = if subnets.is_empty() {
+        Ok(BTreeMap::new())
+    } else {
+        topology::free_ips(ec2, &subnets).await
+    };
+    match free {
+        Ok(free) => crate::headroom::apply(plan, &demands, &free, scope.request.force),
+        Err(e) => unchecked.extend(demands.iter().map(|d| (d.resource.clone(), describe(&e)))),
+    }
+    for (what, why) in unchecked {
+        for item in plan
+            .items
+            .iter_mut()
+            .filter(|i| i.status == Status::Planned && (i.resource_type == what || i.resource == what))
+        {
+            item.notes.push(format!("headroom not checked: {why}"));
+        }
+    }
 }
 
 /// The longest wait a request may ask for: a week (and no overflow of the clock arithmetic).

@@ -12,6 +12,8 @@ pub mod crosszone;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod exposure;
+pub mod headroom;
 pub mod journal;
 pub mod model;
 pub mod notify;

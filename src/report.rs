@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::journal::Lock;
 use crate::model::Output;
-use crate::model::Record;
+use crate::model::{Finding, Record};
 use crate::plan::{Command, Plan, Status};
 
 /// Whether a plan is printed before (or instead of) execution, or as the result of a run.
@@ -62,6 +62,41 @@ struct LiveLock<'a> {
     lease_until: String,
 }
 
+/// `exposure --output json`: what has presence in the zone now, and what moves it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct Exposure {
+    /// The region.
+    pub region: String,
+    /// The AZ ID asked about.
+    pub az_id: String,
+    /// This account's name for it.
+    pub az_name: String,
+    /// Every finding, per kind in registry order, then the kinds no plugin moves.
+    pub findings: Vec<Finding>,
+    /// The kinds that could not be read, one line each (exit 1).
+    pub problems: Vec<String>,
+}
+
+/// How the findings stand.
+#[derive(Serialize, schemars::JsonSchema)]
+struct ExposureSummary {
+    findings: usize,
+    /// azevac moves them and they are still there (what `--fail-if-exposed` counts).
+    movable: usize,
+    /// azevac cannot move them (each says what to do).
+    not_movable: usize,
+    /// Their traffic is already kept away (a zonal shift, azevac's taint).
+    away: usize,
+}
+
+/// The exposure document as printed.
+#[derive(Serialize, schemars::JsonSchema)]
+struct ExposureDocument<'a> {
+    #[serde(flatten)]
+    exposure: &'a Exposure,
+    summary: ExposureSummary,
+}
+
 /// Every document `--output json` prints (`shift list` aside).
 #[derive(Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
@@ -71,6 +106,90 @@ enum Published<'a> {
     Plan(Document<'a>),
     /// `azevac status`.
     Status(StatusDocument<'a>),
+    /// `azevac exposure`.
+    Exposure(ExposureDocument<'a>),
+}
+
+fn exposure_summary(exposure: &Exposure) -> ExposureSummary {
+    let f = &exposure.findings;
+    ExposureSummary {
+        findings: f.len(),
+        movable: f.iter().filter(|x| x.movable()).count(),
+        not_movable: f.iter().filter(|x| x.not_movable.is_some()).count(),
+        away: f.iter().filter(|x| x.not_movable.is_none() && x.away.is_some()).count(),
+    }
+}
+
+/// `azevac exposure`: one JSON document, or a table of findings with what moves each.
+pub fn print_exposure(exposure: &Exposure, output: Output) {
+    let summary = exposure_summary(exposure);
+    if output == Output::Json {
+        let document = ExposureDocument { exposure, summary };
+        println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
+        return;
+    }
+    print!("{}", render_exposure(exposure, &summary));
+}
+
+/// At most this many units are named per finding in the table (JSON has them all).
+const UNITS_SHOWN: usize = 3;
+
+fn render_exposure(exposure: &Exposure, summary: &ExposureSummary) -> String {
+    let mut out = format!(
+        "azevac exposure {} ({}) in {}\n",
+        exposure.az_id, exposure.az_name, exposure.region
+    );
+    if !exposure.findings.is_empty() {
+        let mut table = Table::new();
+        table
+            .load_style(NOTHING)
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_header(["KIND", "NAME", "ID", "IN ZONE", "MOVED BY", "WHAT TO KNOW"]);
+        for f in &exposure.findings {
+            let mut shown: Vec<String> = f.in_zone.iter().take(UNITS_SHOWN).cloned().collect();
+            if f.in_zone.len() > UNITS_SHOWN {
+                shown.push(format!("+{} more", f.in_zone.len() - UNITS_SHOWN));
+            }
+            let moved_by = match (&f.moved_by, &f.not_movable) {
+                (Some(t), None) => format!("--type {t}"),
+                _ => "not movable".to_owned(),
+            };
+            let know: Vec<String> = f
+                .not_movable
+                .iter()
+                .chain(
+                    f.away
+                        .iter()
+                        .map(|a| format!("already away: {a}"))
+                        .collect::<Vec<_>>()
+                        .iter(),
+                )
+                .chain(f.notes.iter())
+                .cloned()
+                .collect();
+            table.add_row(
+                [
+                    f.kind.clone(),
+                    f.name.clone(),
+                    f.resource.clone(),
+                    format!("{} {}", f.count, shown.join(" ")),
+                    moved_by,
+                    know.join("; "),
+                ]
+                .map(|cell| clean(&cell)),
+            );
+        }
+        out.push_str(&table.trim_fmt());
+        out.push('\n');
+    }
+    for problem in &exposure.problems {
+        out.push_str(&format!("problem: {}\n", clean(problem)));
+    }
+    out.push_str(&format!(
+        "{} findings: {} movable still in the zone, {} not movable, {} already away\n",
+        summary.findings, summary.movable, summary.not_movable, summary.away
+    ));
+    out
 }
 
 /// The JSON Schema (draft 2020-12) of what `--output json` prints, generated from the types that
@@ -164,7 +283,7 @@ pub fn render(plan: &Plan, phase: Phase) -> String {
                 change,
                 item.resulting_subnets.join(" "),
                 status_word(item.status).to_owned(),
-                item.reason.clone().unwrap_or_default(),
+                reason_cell(item),
             ];
             if accounts {
                 row.insert(0, item.account.clone().unwrap_or_else(|| "(own)".into()));
@@ -248,6 +367,20 @@ fn per_account(plan: &Plan, phase: Phase) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The REASON cell: why a line is skipped or failed, and the headroom of a line that changes.
+fn reason_cell(item: &crate::model::Item) -> String {
+    let headroom = item
+        .headroom
+        .as_ref()
+        .filter(|_| item.status != Status::Skipped)
+        .map(|h| format!("headroom: {}", h.describe()));
+    [item.reason.clone(), headroom]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Failed lines shout in the table, so that they are not missed among many.
@@ -430,6 +563,30 @@ mod tests {
                 "use1-az2",
             )
         }
+    }
+
+    /// Names in the exposure table come from other people: escaped, like every table.
+    #[test]
+    fn the_exposure_table_escapes_names() {
+        let mut evil = Finding::new("ec2-instance", "i-1", "web\u{1b}[2J", vec!["i-1".into()]).not_movable("no group");
+        evil.notes.push("line\nbreak".into());
+        let exposure = Exposure {
+            region: "us-east-1".into(),
+            az_id: "use1-az2".into(),
+            az_name: "us-east-1c".into(),
+            findings: vec![evil],
+            problems: vec!["ecs: could not be read: \u{1b}]0;x".into()],
+        };
+        let text = render_exposure(&exposure, &exposure_summary(&exposure));
+        assert!(!text.contains('\u{1b}'), "{text}");
+        assert!(
+            text.contains("web\\u{1b}[2J") && text.contains("line\\nbreak"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("1 findings: 0 movable still in the zone, 1 not movable, 0 already away\n"),
+            "{text}"
+        );
     }
 
     /// The plan table an operator reads before saying yes (issue 7).

@@ -219,24 +219,98 @@ pub async fn locate_subnets(
     Ok(located)
 }
 
+/// The free IP addresses (`AvailableIpAddressCount`) of each of these subnets that still exists.
+/// Batched like [`locate_subnets`]: one call per 200 subnets.
+pub async fn free_ips(ec2: &aws_sdk_ec2::Client, subnet_ids: &BTreeSet<String>) -> Result<BTreeMap<String, u64>> {
+    let ids: Vec<String> = subnet_ids.iter().cloned().collect();
+    let mut free = BTreeMap::new();
+    for chunk in ids.chunks(FILTER_VALUES_PER_CALL) {
+        free.extend(
+            subnets_where(ec2, "subnet-id", chunk)
+                .await?
+                .into_iter()
+                .filter_map(|s| {
+                    let count = u64::try_from(s.available_ip_address_count?).unwrap_or(0);
+                    Some((s.subnet_id?, count))
+                }),
+        );
+    }
+    Ok(free)
+}
+
+/// A network interface, as the exposure and headroom reads need it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface {
+    /// Its ID.
+    pub id: String,
+    /// Its subnet.
+    pub subnet: String,
+    /// Its security groups, sorted and comma-joined (Lambda shares one per subnet and set).
+    pub groups: String,
+    /// Its `InterfaceType` (`interface`, `lambda`, `vpc_endpoint`...).
+    pub kind: String,
+}
+
+/// The network interfaces with one of these `values` of `filter` (`subnet-id`,
+/// `network-interface-id`), 200 values a call, paginated.
+pub async fn interfaces(ec2: &aws_sdk_ec2::Client, filter: &str, values: &BTreeSet<String>) -> Result<Vec<Interface>> {
+    let values: Vec<String> = values.iter().cloned().collect();
+    let mut found = Vec::new();
+    for chunk in values.chunks(FILTER_VALUES_PER_CALL) {
+        let filter = Filter::builder().name(filter).set_values(Some(chunk.to_vec())).build();
+        let page: Vec<aws_sdk_ec2::types::NetworkInterface> = ec2
+            .describe_network_interfaces()
+            .filters(filter)
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| Error::from_sdk("ec2:DescribeNetworkInterfaces", e))?;
+        found.extend(page.into_iter().filter_map(|n| {
+            let mut groups: Vec<String> = n
+                .groups()
+                .iter()
+                .filter_map(|g| g.group_id().map(str::to_owned))
+                .collect();
+            groups.sort();
+            Some(Interface {
+                kind: n.interface_type().map(|t| t.as_str().to_owned()).unwrap_or_default(),
+                id: n.network_interface_id?,
+                subnet: n.subnet_id?,
+                groups: groups.join(","),
+            })
+        }));
+    }
+    Ok(found)
+}
+
 /// `DescribeSubnets` with one filter: filters (unlike `SubnetIds`) do not fail the whole call when
 /// one subnet has been deleted.
-async fn describe_subnets(
+async fn subnets_where(
     ec2: &aws_sdk_ec2::Client,
     filter: &str,
     values: &[String],
-) -> Result<BTreeMap<String, String>> {
+) -> Result<Vec<aws_sdk_ec2::types::Subnet>> {
     let filter = Filter::builder().name(filter).set_values(Some(values.to_vec())).build();
-    let subnets = ec2
-        .describe_subnets()
+    ec2.describe_subnets()
         .filters(filter)
         .into_paginator()
         .items()
         .send()
         .try_collect()
         .await
-        .map_err(|e| Error::from_sdk("ec2:DescribeSubnets", e))?;
-    Ok(subnets
+        .map_err(|e| Error::from_sdk("ec2:DescribeSubnets", e))
+}
+
+/// Each subnet's AZ ID, from [`subnets_where`].
+async fn describe_subnets(
+    ec2: &aws_sdk_ec2::Client,
+    filter: &str,
+    values: &[String],
+) -> Result<BTreeMap<String, String>> {
+    Ok(subnets_where(ec2, filter, values)
+        .await?
         .into_iter()
         .filter_map(|s| Some((s.subnet_id?, s.availability_zone_id?)))
         .collect())

@@ -16,6 +16,7 @@ pub use fanout::Fanout;
 pub mod apply;
 pub mod doctor;
 pub mod evacuate;
+pub mod exposure;
 pub mod fanout;
 pub mod init;
 pub mod recover;
@@ -30,6 +31,8 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED: i32 = 1;
 /// Exit code: bad input or environment; nothing was changed.
 pub const EXIT_BAD_INPUT: i32 = 2;
+/// Exit code of `exposure --fail-if-exposed`: something azevac can move is still in the zone.
+pub const EXIT_EXPOSED: i32 = 3;
 
 /// What every command works with: one SDK configuration, the journal, the output choices.
 pub struct Context {
@@ -301,6 +304,7 @@ pub async fn run(cli: &cli::Cli) -> Result<i32> {
         cli::Command::Shift(command) => shift::run(&ctx, command).await,
         cli::Command::Status(args) => status::run(&ctx, args).await,
         cli::Command::Doctor(args) => doctor::run(&ctx, args).await,
+        cli::Command::Exposure(args) => exposure::run(&ctx, args).await,
         cli::Command::Completions { .. } | cli::Command::Man => Ok(EXIT_OK),
     }
 }

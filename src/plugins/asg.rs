@@ -8,7 +8,7 @@ use aws_sdk_autoscaling::types::AutoScalingGroup;
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
-use super::{zonal_shift, Evacuation, Plugin, Resource, Scope, Setup, SubnetService};
+use super::{zonal_shift, Evacuation, Place, Plugin, Presence, Resource, Scope, Setup, SubnetService};
 use crate::crosszone;
 use crate::error::describe;
 use crate::model::{Item, Plan, Record, Status};
@@ -69,6 +69,9 @@ struct GroupDetail {
     /// Its desired capacity.
     #[serde(default)]
     desired: u64,
+    /// Its MaxSize.
+    #[serde(default)]
+    max: u64,
     /// Its suspended processes.
     #[serde(default)]
     suspended: Vec<String>,
@@ -188,6 +191,32 @@ impl SubnetService for AutoScaling {
                 .map_err(|e| Error::from_sdk("autoscaling:ResumeProcesses", e))?;
         }
         Ok(())
+    }
+
+    /// The group's instances in the zone (from discovery: no extra call); each needs an address
+    /// elsewhere. MaxSize: see [`at_max_size`].
+    async fn presence(&self, resources: &[Resource], place: &Place<'_>) -> Result<BTreeMap<String, Presence>> {
+        let mut found = BTreeMap::new();
+        for resource in resources {
+            let detail: GroupDetail = resource.detail_as()?;
+            let in_zone: Vec<String> = detail
+                .instances
+                .iter()
+                .filter(|m| m.az == place.zone.name && !m.state.starts_with("Terminat"))
+                .map(|m| m.id.clone())
+                .collect();
+            let note = at_max_size(&detail, in_zone.len());
+            found.insert(
+                resource.id.clone(),
+                Presence {
+                    needs: in_zone.clone(),
+                    in_zone,
+                    units: "instances",
+                    note,
+                },
+            );
+        }
+        Ok(found)
     }
 
     fn plan_evacuation(&self, resource: &mut Resource, how: &Evacuation) -> Result<Vec<String>> {
@@ -362,6 +391,23 @@ impl AutoScaling {
     }
 }
 
+/// The MaxSize check. What must fit outside the zone is the desired capacity, which MaxSize
+/// always holds; but with the subnets removed alone Auto Scaling rebalances launch-first, and
+/// exceeds MaxSize by only 10% (at least 1 instance) meanwhile: a group at MaxSize with more
+/// instances in the zone than that margin empties the zone a few at a time. `--pace` terminates
+/// first (desired unchanged) and is not held by MaxSize. `None` when the margin covers the zone.
+fn at_max_size(detail: &GroupDetail, in_zone: usize) -> Option<String> {
+    let margin = (detail.max / 10).max(1);
+    let room = (detail.max + margin).saturating_sub(detail.desired);
+    let in_zone = u64::try_from(in_zone).unwrap_or(u64::MAX);
+    (detail.max > 0 && in_zone > room).then(|| {
+        format!(
+            "MaxSize {} leaves room for {room} replacement(s) at a time beyond desired {}: Auto Scaling launches before it terminates, so {in_zone} instances leave the zone {room} at a time (raise MaxSize, or --pace)",
+            detail.max, detail.desired
+        )
+    })
+}
+
 /// A group's instances with their zone and lifecycle state.
 fn members(group: &AutoScalingGroup) -> Vec<Member> {
     group
@@ -425,6 +471,7 @@ fn to_resource(group: AutoScalingGroup) -> Resource {
             "instances": members(&group),
             "zones": group.availability_zones(),
             "desired": group.desired_capacity().unwrap_or(0),
+            "max": group.max_size().unwrap_or(0),
             "suspended": group
                 .suspended_processes()
                 .iter()
@@ -545,6 +592,19 @@ mod tests {
         // Fewer instances than zones: one zone may stay empty.
         let small = group(1, &zones, &[("us-east-1b", "InService")]);
         assert_eq!(capacity_in_place(&small), Ok(()));
+    }
+
+    #[test]
+    fn a_group_at_max_size_moves_out_a_margin_at_a_time() {
+        let detail = |desired, max| GroupDetail {
+            desired,
+            max,
+            ..GroupDetail::default()
+        };
+        assert_eq!(at_max_size(&detail(4, 8), 4), None);
+        let note = at_max_size(&detail(4, 4), 2).unwrap_or_default();
+        assert!(note.contains("room for 1 replacement(s)"), "{note}");
+        assert_eq!(at_max_size(&detail(20, 20), 2), None, "10% of 20 is 2");
     }
 
     #[test]

@@ -296,6 +296,30 @@ fn skip(item: &mut Item, reason: String) {
     item.actions = Some(Vec::new());
 }
 
+/// The exposure findings of the databases whose writer is in `az_id` (pure).
+pub fn exposed(databases: &[Database], az_id: &str) -> Vec<super::Finding> {
+    databases
+        .iter()
+        .filter_map(|db| {
+            let decision = decide(db, az_id);
+            if decision == Decision::Elsewhere {
+                return None;
+            }
+            let (writer, _) = db.writer_az();
+            let found = super::Finding::new(TYPE, &db.arn, &db.id, vec![writer.to_owned()]);
+            Some(match decision {
+                Decision::Move(failover) => {
+                    let mut found = found.moved_by(TYPE);
+                    found.notes.push(failover.describe());
+                    found
+                }
+                Decision::Skip(why) => found.not_movable(why),
+                Decision::Elsewhere => found,
+            })
+        })
+        .collect()
+}
+
 /// The evacuation lines of the databases in the zone (pure): one per database whose writer is in
 /// the zone, and one per database an earlier run moved (already evacuated).
 pub fn evacuation(
@@ -466,6 +490,14 @@ impl Plugin for Databases {
             Command::Evacuate => Stage::First,
             Command::Recover => Stage::Last,
         }
+    }
+
+    /// The databases whose writer (or primary) is in the zone: the failover that moves it, or why
+    /// there is none.
+    async fn exposure(&self, scope: &Scope<'_>) -> Result<Vec<super::Finding>> {
+        let mut databases = self.rds.databases(scope.zones).await?;
+        databases.extend(self.cache.groups(scope.zones, false).await?);
+        Ok(exposed(&databases, scope.az_id()))
     }
 
     async fn plan_evacuation(&self, scope: &Scope<'_>) -> Result<Vec<Item>> {
@@ -982,6 +1014,25 @@ mod tests {
         assert_eq!(
             items[0].reason.as_deref(),
             Some("already evacuated: writer b in use1-az1")
+        );
+    }
+
+    #[test]
+    fn exposure_lists_writers_in_the_zone_with_their_failover_or_why_not() {
+        let movable = orders(vec![
+            member("a", "use1-az2", true, 1, "db.r6g.large"),
+            member("b", "use1-az1", false, 1, "db.r6g.large"),
+        ]);
+        let found = exposed(std::slice::from_ref(&movable), "use1-az2");
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].moved_by.as_deref(), Some(TYPE));
+        assert_eq!(found[0].in_zone, ["a"]);
+        let alone = orders(vec![member("a", "use1-az2", true, 1, "db.r6g.large")]);
+        let found = exposed(&[alone], "use1-az2");
+        assert!(found[0].not_movable.is_some(), "{found:?}");
+        assert!(
+            exposed(&[movable], "use1-az1").is_empty(),
+            "the writer is not in use1-az1"
         );
     }
 

@@ -15,7 +15,7 @@ use aws_sdk_ecs::types::{
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
-use super::{Plugin, Resource, Setup, SubnetService};
+use super::{Place, Plugin, Presence, Resource, Setup, SubnetService};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of ECS services.
@@ -25,6 +25,8 @@ pub const TYPE: &str = "ecs";
 const DESCRIBE_BATCH: usize = 10;
 /// `ListServices` pages at most 100 ARNs.
 const LIST_PAGE: i32 = 100;
+/// `DescribeTasks` takes at most 100 tasks per call.
+const TASKS_BATCH: usize = 100;
 
 const REPLACEMENT_NOTE: &str =
     "ECS starts a new deployment: every task of the service is replaced, also those in healthy zones";
@@ -195,6 +197,34 @@ impl SubnetService for Ecs {
         Ok(())
     }
 
+    /// The service's running tasks in the zone (`ListTasks` / `DescribeTasks`): in the zone by the
+    /// subnet of their network interface, else by their `availabilityZone`. Each needs an address in
+    /// the remaining subnets (awsvpc: one interface per task).
+    async fn presence(&self, resources: &[Resource], place: &Place<'_>) -> Result<BTreeMap<String, Presence>> {
+        let mut found = BTreeMap::new();
+        for resource in resources {
+            let detail: Detail = resource.detail_as()?;
+            let service = resource.id.rsplit('/').next().unwrap_or(&resource.id);
+            let in_zone: Vec<String> = self
+                .tasks(&detail.cluster, service)
+                .await?
+                .iter()
+                .filter(|t| task_in_zone(t, place))
+                .filter_map(|t| t.task_arn().map(str::to_owned))
+                .collect();
+            found.insert(
+                resource.id.clone(),
+                Presence {
+                    needs: in_zone.clone(),
+                    in_zone,
+                    units: "tasks",
+                    note: None,
+                },
+            );
+        }
+        Ok(found)
+    }
+
     async fn settle(&self, resources: &[Resource], timeout: Duration) -> Result<Vec<(String, String)>> {
         let mut by_cluster: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for resource in resources {
@@ -231,6 +261,61 @@ impl SubnetService for Ecs {
     async fn probe(&self) -> Vec<super::Check> {
         let clusters = self.client.list_clusters().max_results(1).send().await;
         vec![super::Check::answered(TYPE, "ecs:ListClusters", clusters)]
+    }
+}
+
+impl Ecs {
+    /// The running tasks of one service. A service's tasks are in the group `service:NAME`; the
+    /// group is checked too, so that a listing that does not filter by service counts none of
+    /// another's.
+    async fn tasks(&self, cluster: &str, service: &str) -> Result<Vec<aws_sdk_ecs::types::Task>> {
+        let arns: Vec<String> = self
+            .client
+            .list_tasks()
+            .cluster(cluster)
+            .service_name(service)
+            .desired_status(aws_sdk_ecs::types::DesiredStatus::Running)
+            .max_results(LIST_PAGE)
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| Error::from_sdk("ecs:ListTasks", e))?;
+        let group = format!("service:{service}");
+        let mut tasks = Vec::new();
+        for chunk in arns.chunks(TASKS_BATCH) {
+            let out = self
+                .client
+                .describe_tasks()
+                .cluster(cluster)
+                .set_tasks(Some(chunk.to_vec()))
+                .send()
+                .await
+                .map_err(|e| Error::from_sdk("ecs:DescribeTasks", e))?;
+            tasks.extend(
+                out.tasks()
+                    .iter()
+                    .filter(|t| t.group().is_none_or(|g| g == group))
+                    .cloned(),
+            );
+        }
+        Ok(tasks)
+    }
+}
+
+/// Whether a task runs in the zone: the subnet of its network interface, else its zone's name.
+fn task_in_zone(task: &aws_sdk_ecs::types::Task, place: &Place<'_>) -> bool {
+    let subnet = task
+        .attachments()
+        .iter()
+        .filter(|a| a.r#type() == Some("ElasticNetworkInterface"))
+        .flat_map(|a| a.details())
+        .find(|d| d.name() == Some("subnetId"))
+        .and_then(|d| d.value());
+    match subnet {
+        Some(subnet) => place.zone_subnets.contains(subnet),
+        None => task.availability_zone() == Some(place.zone.name.as_str()),
     }
 }
 
@@ -416,5 +501,90 @@ mod tests {
             .expect_err("an unread service is an error");
         let text = crate::error::describe(&err);
         assert!(text.contains("flaky") && text.contains("INTERNAL_ERROR"), "{text}");
+    }
+
+    /// The service's tasks in the zone: ListTasks pages, DescribeTasks at most 100 a call; in the
+    /// zone by the subnet of the task's interface, else by its availabilityZone; another group's
+    /// tasks (a listing that did not filter by service) are not counted.
+    #[tokio::test]
+    async fn presence_follows_pages_and_counts_only_the_services_tasks_in_the_zone() {
+        use aws_sdk_ecs::operation::describe_tasks::DescribeTasksOutput;
+        use aws_sdk_ecs::operation::list_tasks::ListTasksOutput;
+        use aws_sdk_ecs::types::{Attachment, KeyValuePair, Task};
+        let arns: Vec<String> = (0..150)
+            .map(|i| format!("arn:aws:ecs:us-east-1:1:task/prod/t{i:03}"))
+            .collect();
+        let (first, second) = (arns[..100].to_vec(), arns[100..].to_vec());
+        let page1 = mock!(aws_sdk_ecs::Client::list_tasks)
+            .match_requests(|r| r.next_token().is_none() && r.service_name() == Some("web"))
+            .then_output(move || {
+                ListTasksOutput::builder()
+                    .set_task_arns(Some(first.clone()))
+                    .next_token("page2")
+                    .build()
+            });
+        let page2 = mock!(aws_sdk_ecs::Client::list_tasks)
+            .match_requests(|r| r.next_token() == Some("page2"))
+            .then_output(move || ListTasksOutput::builder().set_task_arns(Some(second.clone())).build());
+        let describe = mock!(aws_sdk_ecs::Client::describe_tasks)
+            .match_requests(|r| r.tasks().len() <= TASKS_BATCH)
+            .then_compute_output(|r| {
+                let tasks = r.tasks().iter().enumerate().map(|(i, arn)| {
+                    let n: usize = arn.rsplit('t').next().and_then(|n| n.parse().ok()).unwrap_or(i);
+                    let task =
+                        Task::builder()
+                            .task_arn(arn)
+                            .group(if n % 10 == 9 { "service:other" } else { "service:web" });
+                    match n % 3 {
+                        // In the zone by its interface's subnet, or elsewhere by it.
+                        0 | 1 => task.attachments(
+                            Attachment::builder()
+                                .r#type("ElasticNetworkInterface")
+                                .details(
+                                    KeyValuePair::builder()
+                                        .name("subnetId")
+                                        .value(if n.is_multiple_of(3) {
+                                            "subnet-zone"
+                                        } else {
+                                            "subnet-other"
+                                        })
+                                        .build(),
+                                )
+                                .build(),
+                        ),
+                        // No attachment: its availabilityZone says.
+                        _ => task.availability_zone("us-east-1c"),
+                    }
+                    .build()
+                });
+                DescribeTasksOutput::builder().set_tasks(Some(tasks.collect())).build()
+            });
+        let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&page1, &page2, &describe]);
+        let ecs = Ecs::new(client, vec!["prod".into()]);
+        let resource = to_resource("prod", &service("web"));
+        let zone = crate::topology::Zone {
+            id: "use1-az2".into(),
+            name: "us-east-1c".into(),
+        };
+        let zone_subnets = std::collections::BTreeSet::from(["subnet-zone".to_string()]);
+        let ec2 = aws_sdk_ec2::Client::from_conf(
+            aws_sdk_ec2::Config::builder()
+                .behavior_version(aws_sdk_ec2::config::BehaviorVersion::latest())
+                .build(),
+        );
+        let place = Place {
+            zone: &zone,
+            zone_subnets: &zone_subnets,
+            ec2: &ec2,
+        };
+        let found = ecs
+            .presence(std::slice::from_ref(&resource), &place)
+            .await
+            .expect("presence");
+        let web = &found[&resource.id];
+        let expected = (0..150).filter(|n| n % 10 != 9 && n % 3 != 1).count();
+        assert_eq!(web.in_zone.len(), expected);
+        assert_eq!(web.needs, web.in_zone);
+        assert_eq!(describe.num_calls(), 2, "150 tasks: two DescribeTasks calls");
     }
 }

@@ -274,6 +274,42 @@ pub fn evacuation(
         .collect()
 }
 
+/// One cluster's exposure finding: its nodes in the zone (pure). A cluster with no Ready,
+/// schedulable node elsewhere cannot be moved: its nodes are its last schedulable zone.
+pub fn exposed(cluster: &str, nodes: &[Node], az_id: &str, zones: &Zones) -> Option<super::Finding> {
+    let in_zone: Vec<String> = nodes
+        .iter()
+        .filter(|n| node_zone(n, zones).as_deref() == Some(az_id))
+        .filter_map(|n| n.metadata.name.clone())
+        .collect();
+    if in_zone.is_empty() {
+        return None;
+    }
+    let elsewhere = nodes
+        .iter()
+        .filter(|n| node_zone(n, zones).as_deref() != Some(az_id) && is_ready(n) && is_schedulable(n))
+        .count();
+    let tainted = nodes
+        .iter()
+        .filter(|n| node_zone(n, zones).as_deref() == Some(az_id) && our_taint(n).is_some())
+        .count();
+    let count = in_zone.len();
+    let found = super::Finding::new(TYPE, cluster, short(cluster), in_zone);
+    let mut found = if elsewhere == 0 {
+        found.not_movable("every Ready node of the cluster is in the zone: add nodes in another zone first")
+    } else {
+        found.moved_by(TYPE)
+    };
+    if tainted == count {
+        found.away = Some(format!(
+            "azevac's taint {TAINT_KEY} is on every node in the zone: no new pods land there"
+        ));
+    } else if tainted > 0 {
+        found.notes.push(format!("{tainted} of {count} carry azevac's taint"));
+    }
+    Some(found)
+}
+
 /// What recovering one node's record means (pure): undo the recorded actions that are still in
 /// place; a node that is gone only has its record removed.
 pub fn recovery(record: &Record, node: Option<&Node>) -> Item {
@@ -581,6 +617,20 @@ impl Plugin for Nodes {
             .recover(node_of(&line.resource), held.record())
             .await?;
         Ok(Acted::default())
+    }
+
+    /// Per cluster, its nodes in the zone.
+    async fn exposure(&self, scope: &Scope<'_>) -> Result<Vec<super::Finding>> {
+        let mut found = Vec::new();
+        for cluster in self.clusters.values() {
+            found.extend(exposed(
+                &cluster.name,
+                &cluster.nodes().await?,
+                scope.az_id(),
+                scope.zones,
+            ));
+        }
+        Ok(found)
     }
 
     async fn probe(&self) -> Vec<super::Check> {

@@ -17,7 +17,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
-use super::{Plugin, Resource, Setup, SubnetService};
+use super::{Place, Plugin, Presence, Resource, Setup, SubnetService};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of Lambda functions.
@@ -190,6 +190,54 @@ impl SubnetService for Lambda {
             self.wait_until_updated(&resource.id).await?;
         }
         Ok(())
+    }
+
+    /// A function's Lambda-managed network interfaces (Hyperplane: one per subnet and
+    /// security-group set, shared by every function with that pair). In the zone: those of its
+    /// security groups in its zone subnets. Needed elsewhere: one per remaining subnet whose pair
+    /// has no interface yet (usually none: the function already runs there), keyed by the pair so
+    /// that functions sharing it count it once.
+    async fn presence(&self, resources: &[Resource], place: &Place<'_>) -> Result<BTreeMap<String, Presence>> {
+        let subnets: std::collections::BTreeSet<String> =
+            resources.iter().flat_map(|r| r.subnets.iter().cloned()).collect();
+        // Filtered here rather than by `interface-type`, which not every EC2 endpoint supports.
+        let interfaces: Vec<crate::topology::Interface> = if subnets.is_empty() {
+            Vec::new()
+        } else {
+            crate::topology::interfaces(place.ec2, "subnet-id", &subnets).await?
+        };
+        let interfaces: Vec<&crate::topology::Interface> = interfaces.iter().filter(|i| i.kind == "lambda").collect();
+        let mut found = BTreeMap::new();
+        for resource in resources {
+            let detail: Detail = resource.detail_as()?;
+            let mut groups = detail.security_groups.clone();
+            groups.sort();
+            let groups = groups.join(",");
+            let mut in_zone = Vec::new();
+            let mut needs = Vec::new();
+            for subnet in &resource.subnets {
+                let existing: Vec<&String> = interfaces
+                    .iter()
+                    .filter(|i| &i.subnet == subnet && i.groups == groups)
+                    .map(|i| &i.id)
+                    .collect();
+                if place.zone_subnets.contains(subnet) {
+                    in_zone.extend(existing.into_iter().cloned());
+                } else if existing.is_empty() {
+                    needs.push(format!("lambda-eni:{subnet}:{groups}"));
+                }
+            }
+            found.insert(
+                resource.id.clone(),
+                Presence {
+                    in_zone,
+                    needs,
+                    units: "network interfaces",
+                    note: None,
+                },
+            );
+        }
+        Ok(found)
     }
 
     async fn inspect(&self, resources: &mut [Resource], want_tags: bool) -> Result<()> {

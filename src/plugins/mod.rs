@@ -16,7 +16,9 @@ use aws_config::SdkConfig;
 use futures::future::BoxFuture;
 
 pub use crate::check::Check;
+pub use crate::headroom::Demand;
 use crate::journal::Held;
+pub use crate::model::Finding;
 pub use crate::model::Resource;
 use crate::model::{Command, Item, Plan, Record, Request};
 use crate::plan::Filters;
@@ -272,6 +274,45 @@ pub trait Plugin: Send + Sync {
             "nothing to do",
         )]
     }
+
+    /// `azevac exposure`: what this type finds in `scope.zone` now, each finding with the `--type`
+    /// that moves it or why nothing does. Read-only: never a change, never a journal read. A new
+    /// kind adds its findings here and nowhere else. Default: nothing.
+    async fn exposure(&self, _scope: &Scope<'_>) -> Result<Vec<Finding>> {
+        Ok(Vec::new())
+    }
+
+    /// The headroom check (evacuate): what each of these planned lines moves into the subnets it
+    /// keeps. Default: nothing (the type moves no IP addresses).
+    async fn demand(&self, _lines: &[&Item], _scope: &Scope<'_>) -> Result<Vec<Demand>> {
+        Ok(Vec::new())
+    }
+}
+
+/// The zone a presence read looks at, and EC2 to look with (network interfaces).
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    /// The zone.
+    pub zone: &'a Zone,
+    /// Its subnets.
+    pub zone_subnets: &'a BTreeSet<String>,
+    /// EC2, through the shared configuration.
+    pub ec2: &'a aws_sdk_ec2::Client,
+}
+
+/// What of one subnet-placed resource is in the zone now, and what moving it takes elsewhere: read
+/// once, it serves `exposure` (the list) and the headroom check (the count).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Presence {
+    /// Its units in the zone: instance IDs, task ARNs, network interface IDs.
+    pub in_zone: Vec<String>,
+    /// One key per IP address moving it takes in its remaining subnets; a key several resources
+    /// share (a Lambda interface of one subnet and security-group set) is one address.
+    pub needs: Vec<String>,
+    /// What the units are, in the operator's words (`instances`, `tasks`).
+    pub units: &'static str,
+    /// A caveat for the plan line (Auto Scaling: the group is at its MaxSize).
+    pub note: Option<String>,
 }
 
 /// A subnet-placed resource type: how to list its resources with their subnets, read some back, and
@@ -317,6 +358,12 @@ pub trait SubnetService: Send + Sync {
     /// Wait until the changed resources have settled (`--wait`), at most `timeout`.
     async fn settle(&self, _resources: &[Resource], _timeout: Duration) -> Result<Vec<(String, String)>> {
         Ok(Vec::new())
+    }
+
+    /// What of each of these resources is in the zone now, by resource id (absent: nothing known
+    /// beyond its subnets). Serves `exposure` and the headroom check. Default: nothing known.
+    async fn presence(&self, _resources: &[Resource], _place: &Place<'_>) -> Result<BTreeMap<String, Presence>> {
+        Ok(BTreeMap::new())
     }
 
     /// `azevac doctor`: one cheap read per service this type calls (see [`Plugin::probe`]).

@@ -789,6 +789,40 @@ impl Plugin for NatRoutes {
     }
 
     /// One page of five (the least `DescribeNatGateways` asks for).
+    /// `azevac exposure`: the zone's NAT gateways (not movable: a NAT gateway lives in its subnet)
+    /// and each route table outside the zone whose routes go through one (moved by this type).
+    async fn exposure(&self, scope: &Scope<'_>) -> Result<Vec<crate::model::Finding>> {
+        use crate::model::Finding;
+        let dependencies = Dependencies::of(&self.ec2.estate(scope.az_id()).await?, scope.az_id());
+        let mut found: Vec<Finding> = dependencies
+            .nat_gateways
+            .iter()
+            .map(|nat| {
+                let users = dependencies
+                    .route_tables
+                    .iter()
+                    .filter(|t| t.routes.iter().any(|r| r.nat_gateway_id == nat.id))
+                    .count();
+                Finding::new("nat-gateway", &nat.id, &nat.id, vec![nat.subnet_id.clone()]).not_movable(format!(
+                    "a NAT gateway lives in its subnet; {users} route table(s) outside the zone still use it \
+                     (`--type nat` points them at a NAT gateway in another zone; create one there if the VPC has none)"
+                ))
+            })
+            .collect();
+        found.extend(dependencies.route_tables.iter().map(|table| {
+            let routes = table
+                .routes
+                .iter()
+                .map(|r| format!("{} via {}", r.destination, r.nat_gateway_id))
+                .collect();
+            let mut finding = Finding::new("nat-route-table", &table.arn, &table.name, routes).moved_by(TYPE);
+            let served: Vec<String> = table.subnets.iter().map(|(s, az)| format!("{s} ({az})")).collect();
+            finding.notes.push(format!("serves {}", served.join(", ")));
+            finding
+        }));
+        Ok(found)
+    }
+
     async fn probe(&self) -> Vec<super::Check> {
         let listed = self.ec2.client.describe_nat_gateways().max_results(5).send().await;
         vec![super::Check::answered(TYPE, "ec2:DescribeNatGateways", listed)]

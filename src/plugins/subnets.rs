@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{Acted, Evacuation, Plugin, Scope, SubnetService};
+use super::{Acted, Demand, Evacuation, Finding, Place, Plugin, Scope, SubnetService};
 use crate::error::describe;
 use crate::journal::Held;
 use crate::model::{Command, Item, Plan, Record, Resource, Status};
@@ -91,17 +91,16 @@ impl<S: SubnetService + 'static> Subnets<S> {
 }
 
 /// Take a line planned again from live state in place of the one planned earlier, keeping what
-/// only planning knew (caveats, prerequisites).
+/// only planning knew (caveats, prerequisites, headroom).
 fn replace(line: &mut Item, fresh: Item) {
     let notes = std::mem::take(&mut line.notes);
     let requires = std::mem::take(&mut line.requires);
     let record = line.record.take();
+    let headroom = line.headroom.take();
+    let planned = fresh.status == Status::Planned;
     *line = Item {
-        notes: if fresh.status == Status::Planned {
-            notes
-        } else {
-            Vec::new()
-        },
+        notes: if planned { notes } else { Vec::new() },
+        headroom: if planned { headroom } else { None },
         requires,
         record,
         ..fresh
@@ -305,6 +304,91 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
     async fn probe(&self) -> Vec<super::Check> {
         self.service.probe().await
     }
+
+    async fn exposure(&self, scope: &Scope<'_>) -> Result<Vec<Finding>> {
+        let Some(zone) = scope.zone else {
+            return Ok(Vec::new());
+        };
+        // Every placed resource: units can stay in the zone after its subnets left it.
+        let resources: Vec<Resource> = self
+            .service
+            .discover()
+            .await?
+            .into_iter()
+            .filter(|r| !r.subnets.is_empty())
+            .collect();
+        let place = Place {
+            zone,
+            zone_subnets: scope.zone_subnets,
+            ec2: &self.ec2,
+        };
+        let presence = self.service.presence(&resources, &place).await?;
+        Ok(resources
+            .iter()
+            .filter_map(|r| finding(r, presence.get(&r.id), scope.zone_subnets))
+            .collect())
+    }
+
+    async fn demand(&self, lines: &[&Item], scope: &Scope<'_>) -> Result<Vec<Demand>> {
+        let (Some(zone), false) = (scope.zone, lines.is_empty()) else {
+            return Ok(Vec::new());
+        };
+        let targets: Vec<Resource> = lines.iter().filter_map(|l| l.target.clone()).collect();
+        let place = Place {
+            zone,
+            zone_subnets: scope.zone_subnets,
+            ec2: &self.ec2,
+        };
+        let presence = self.service.presence(&targets, &place).await?;
+        Ok(lines
+            .iter()
+            .filter_map(|line| {
+                let p = presence.get(&line.resource)?;
+                Some(Demand {
+                    resource: line.resource.clone(),
+                    units: p.units,
+                    needs: p.needs.clone(),
+                    remaining: line.resulting_subnets.clone(),
+                    note: p.note.clone(),
+                })
+            })
+            .collect())
+    }
+}
+
+/// One resource's exposure finding: listed when it has a subnet or a unit in the zone.
+fn finding(
+    resource: &Resource,
+    presence: Option<&super::Presence>,
+    zone_subnets: &BTreeSet<String>,
+) -> Option<Finding> {
+    let (in_zone, remaining): (Vec<String>, Vec<String>) =
+        resource.subnets.iter().cloned().partition(|s| zone_subnets.contains(s));
+    let units = presence.map(|p| p.in_zone.clone()).unwrap_or_default();
+    if in_zone.is_empty() && units.is_empty() {
+        return None;
+    }
+    let count = units.len();
+    let word = presence.map_or("units", |p| p.units);
+    let listed = if units.is_empty() { in_zone.clone() } else { units };
+    let mut found = Finding::new(resource.resource_type, &resource.id, &resource.name, listed);
+    found.count = count;
+    found = match &resource.unsupported {
+        Some(why) => found.not_movable(why.clone()),
+        None if remaining.is_empty() => found.not_movable(format!(
+            "{}: give it a subnet in another zone first",
+            plan::WOULD_LEAVE_NO_SUBNETS
+        )),
+        None => found.moved_by(resource.resource_type),
+    };
+    if in_zone.is_empty() {
+        found.notes.push(format!(
+            "its subnets are out of the zone already; {count} {word} still there until replaced"
+        ));
+    } else {
+        found.notes.push(format!("subnets in the zone: {}", in_zone.join(", ")));
+    }
+    Some(found)
 }
 
 impl<S: SubnetService> Subnets<S> {

@@ -113,6 +113,32 @@ pub fn comment(run_id: &str, reason: Option<&str>) -> String {
     text.chars().take(COMMENT_LIMIT).collect()
 }
 
+/// A managed resource's exposure finding, when it is deployed in `az_id` (pure).
+pub fn exposed(managed: &Managed, az_id: &str) -> Option<super::Finding> {
+    if !managed.az_ids.iter().any(|z| z == az_id) {
+        return None;
+    }
+    let kind = match kind_of(&managed.arn) {
+        Kind::LoadBalancer => "load-balancer",
+        Kind::AutoScaling => "asg-traffic",
+        Kind::Eks => "eks-traffic",
+    };
+    let mut found = super::Finding::new(kind, &managed.arn, &managed.name, vec![az_id.to_owned()]).moved_by(TYPE);
+    found.away = managed.active.iter().find(|a| a.away_from == az_id).map(|a| {
+        format!(
+            "{} {} active away from {az_id}",
+            a.shift_type,
+            a.id.as_deref().unwrap_or("(autoshift)")
+        )
+    });
+    if found.away.is_none() {
+        found.notes.push(
+            "the zone is enabled for it and no zonal shift is active: azevac evacuate --zonal-shift (or azevac shift start) moves its traffic".to_owned(),
+        );
+    }
+    Some(found)
+}
+
 /// What starting shifts away from `az_id` means for each managed resource deployed there (pure).
 /// A resource with a shift, autoshift or practice run already in progress is left alone and listed.
 pub fn evacuation(managed: &[Managed], az_id: &str, expires_in: &str, records: &BTreeMap<String, Record>) -> Vec<Item> {
@@ -350,6 +376,15 @@ impl Plugin for ZonalShifts {
     }
 
     /// ARC is optional (`--zonal-shift`): an endpoint without it (an emulator) is a warning.
+    /// Every resource registered with ARC deployed in the zone (load balancers; Auto Scaling
+    /// groups and EKS clusters with zonal shift on), and whether a shift or autoshift already keeps
+    /// its traffic away from the zone.
+    async fn exposure(&self, scope: &Scope<'_>) -> Result<Vec<super::Finding>> {
+        let az_id = scope.az_id();
+        let managed = self.shifts.managed(scope.zones).await?;
+        Ok(managed.iter().filter_map(|m| exposed(m, az_id)).collect())
+    }
+
     async fn probe(&self) -> Vec<super::Check> {
         let listed = self.shifts.client.list_managed_resources().max_results(1).send().await;
         vec![super::Check::answered_optional(

@@ -9,6 +9,8 @@ pub mod moto;
 pub mod proxy;
 pub mod query;
 pub mod rds;
+pub mod tasks;
+pub mod volumes;
 pub mod zonal;
 
 use std::collections::{BTreeMap, HashMap};

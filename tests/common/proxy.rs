@@ -112,6 +112,8 @@ struct State {
     cache: super::elasticache::FakeCache,
     /// RDS forced failovers and standby zones, which moto lacks.
     rds: super::rds::FakeRds,
+    /// ECS tasks, which moto cannot start in awsvpc mode.
+    tasks: super::tasks::FakeTasks,
 }
 
 /// A running proxy.
@@ -287,6 +289,11 @@ impl Proxy {
         f(&mut self.state.lock().expect("state").rds)
     }
 
+    /// The ECS tasks fake, to add tasks to.
+    pub fn tasks<R>(&self, f: impl FnOnce(&mut super::tasks::FakeTasks) -> R) -> R {
+        f(&mut self.state.lock().expect("state").tasks)
+    }
+
     /// Whether the watched process was killed since the last `set`.
     pub fn killed(&self) -> bool {
         self.state.lock().expect("state").killed
@@ -405,6 +412,14 @@ async fn handle(
                     .refuse(&service, &action, &text)
                     .or_else(|| st.rds.refuse(&service, &action, &text))
             };
+            let tasks = state.lock().expect("state").tasks.answer(&service, &action, &text);
+            if let Some(body) = tasks {
+                return Response::builder()
+                    .status(if body.get("__type").is_some() { 400 } else { 200 })
+                    .header("content-type", "application/x-amz-json-1.1")
+                    .body(Body::from(body.to_string()))
+                    .expect("response");
+            }
             if let Some((status, code, message)) = refusal {
                 return Response::builder()
                     .status(status)
@@ -431,7 +446,10 @@ async fn handle(
                         let status = p.status.as_u16();
                         match st.cache.answered(&service, &action, &text, status, &answered) {
                             Some(body) => Some(body),
-                            None => st.rds.answered(&service, &action, &text, status, &answered),
+                            None => st
+                                .rds
+                                .answered(&service, &action, &text, status, &answered)
+                                .or_else(|| super::volumes::answered(&service, &action, status, &answered)),
                         }
                     };
                     if let Some(rewritten) = rewritten {

@@ -1,0 +1,213 @@
+//! `azevac exposure`, the kinds no plugin moves: EC2 instances that no Auto Scaling group owns,
+//! interface VPC endpoints with a network interface in the zone, and EBS volumes there that outlive
+//! their instance (the workloads pinned to the zone). Each is listed with why azevac cannot move it
+//! and what to do instead. Read-only: describe calls only, batched and paginated.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use aws_sdk_ec2::types::{Filter, Tag};
+use futures::future::BoxFuture;
+
+use crate::model::Finding;
+use crate::topology::Zone;
+use crate::{Error, Result};
+
+/// The tag Auto Scaling puts on the instances of a group.
+const GROUP_TAG: &str = "aws:autoscaling:groupName";
+
+/// What the kinds here are read from.
+#[derive(Debug, Clone, Copy)]
+pub struct Where<'a> {
+    /// EC2.
+    pub ec2: &'a aws_sdk_ec2::Client,
+    /// The zone.
+    pub zone: &'a Zone,
+    /// Its subnets.
+    pub zone_subnets: &'a BTreeSet<String>,
+}
+
+/// A kind no plugin moves: its name and how its findings are read.
+pub struct Kind {
+    /// The finding's `kind`.
+    pub name: &'static str,
+    /// Reads its findings.
+    pub read: for<'a> fn(Where<'a>) -> BoxFuture<'a, Result<Vec<Finding>>>,
+}
+
+/// The kinds read here, in the order they are listed.
+pub const KINDS: &[Kind] = &[
+    Kind {
+        name: INSTANCE,
+        read: |w| Box::pin(standalone_instances(w)),
+    },
+    Kind {
+        name: ENDPOINT,
+        read: |w| Box::pin(interface_endpoints(w)),
+    },
+    Kind {
+        name: VOLUME,
+        read: |w| Box::pin(pinned_volumes(w)),
+    },
+];
+
+/// `kind` of an EC2 instance that no group owns.
+pub const INSTANCE: &str = "ec2-instance";
+/// `kind` of an interface VPC endpoint.
+pub const ENDPOINT: &str = "vpc-endpoint";
+/// `kind` of an attached EBS volume.
+pub const VOLUME: &str = "ebs-volume";
+
+fn name_tag(tags: &[Tag]) -> Option<&str> {
+    tags.iter().find(|t| t.key() == Some("Name")).and_then(|t| t.value())
+}
+
+fn filter(name: &str, values: &[&str]) -> Filter {
+    Filter::builder()
+        .name(name)
+        .set_values(Some(values.iter().map(|v| (*v).to_owned()).collect()))
+        .build()
+}
+
+/// Live instances in the zone without the Auto Scaling group tag.
+async fn standalone_instances(w: Where<'_>) -> Result<Vec<Finding>> {
+    let reservations: Vec<aws_sdk_ec2::types::Reservation> = w
+        .ec2
+        .describe_instances()
+        .filters(filter("availability-zone", &[&w.zone.name]))
+        .filters(filter(
+            "instance-state-name",
+            &["pending", "running", "stopping", "stopped"],
+        ))
+        .into_paginator()
+        .items()
+        .send()
+        .try_collect()
+        .await
+        .map_err(|e| Error::from_sdk("ec2:DescribeInstances", e))?;
+    Ok(reservations
+        .iter()
+        .flat_map(|r| r.instances())
+        .filter(|i| !i.tags().iter().any(|t| t.key() == Some(GROUP_TAG)))
+        .filter_map(|i| {
+            let id = i.instance_id()?;
+            let state = i
+                .state()
+                .and_then(|s| s.name())
+                .map(|n| n.as_str())
+                .unwrap_or("unknown");
+            let mut found = Finding::new(INSTANCE, id, name_tag(i.tags()).unwrap_or(id), vec![id.to_owned()])
+                .not_movable(
+                    "no Auto Scaling group owns it: azevac cannot move it; launch a replacement in another zone \
+                     (or put the workload in a group) and stop this one",
+                );
+            found.notes.push(format!("state {state}"));
+            Some(found)
+        })
+        .collect())
+}
+
+/// Interface endpoints with a network interface (or a subnet) in the zone.
+async fn interface_endpoints(w: Where<'_>) -> Result<Vec<Finding>> {
+    let endpoints: Vec<aws_sdk_ec2::types::VpcEndpoint> = w
+        .ec2
+        .describe_vpc_endpoints()
+        .into_paginator()
+        .items()
+        .send()
+        .try_collect()
+        .await
+        .map_err(|e| Error::from_sdk("ec2:DescribeVpcEndpoints", e))?;
+    let endpoints: Vec<_> = endpoints
+        .into_iter()
+        .filter(|e| e.vpc_endpoint_type().is_some_and(|t| t.as_str() == "Interface"))
+        .collect();
+    let ids: BTreeSet<String> = endpoints
+        .iter()
+        .flat_map(|e| e.network_interface_ids().iter().cloned())
+        .collect();
+    let subnet_of: BTreeMap<String, String> = if ids.is_empty() {
+        BTreeMap::new()
+    } else {
+        crate::topology::interfaces(w.ec2, "network-interface-id", &ids)
+            .await?
+            .into_iter()
+            .map(|i| (i.id, i.subnet))
+            .collect()
+    };
+    Ok(endpoints
+        .iter()
+        .filter_map(|e| {
+            let id = e.vpc_endpoint_id()?;
+            let interfaces: Vec<String> = e
+                .network_interface_ids()
+                .iter()
+                .filter(|n| subnet_of.get(*n).is_some_and(|s| w.zone_subnets.contains(s)))
+                .cloned()
+                .collect();
+            let subnets: Vec<String> = e
+                .subnet_ids()
+                .iter()
+                .filter(|s| w.zone_subnets.contains(*s))
+                .cloned()
+                .collect();
+            if interfaces.is_empty() && subnets.is_empty() {
+                return None;
+            }
+            let count = interfaces.len();
+            let listed = if interfaces.is_empty() {
+                subnets.clone()
+            } else {
+                interfaces
+            };
+            let name = name_tag(e.tags()).or(e.service_name()).unwrap_or(id);
+            let mut found = Finding::new(ENDPOINT, id, name, listed).not_movable(format!(
+                "azevac does not change VPC endpoints: clients of its regional DNS name still get this zone's address; \
+                 if the zone's interface fails, remove the subnet (aws ec2 modify-vpc-endpoint --vpc-endpoint-id {id} \
+                 --remove-subnet-ids {}) or have clients use another zone's zonal DNS name",
+                subnets.join(" ")
+            ));
+            found.count = count;
+            found.notes.push(format!("subnets in the zone: {}", subnets.join(", ")));
+            Some(found)
+        })
+        .collect())
+}
+
+/// Attached volumes in the zone that outlive their instance (`DeleteOnTermination` off): the data
+/// a workload keeps in the zone. Root volumes that go with their instance move with it.
+async fn pinned_volumes(w: Where<'_>) -> Result<Vec<Finding>> {
+    let volumes: Vec<aws_sdk_ec2::types::Volume> = w
+        .ec2
+        .describe_volumes()
+        .filters(filter("availability-zone", &[&w.zone.name]))
+        .filters(filter("attachment.status", &["attached", "attaching"]))
+        .into_paginator()
+        .items()
+        .send()
+        .try_collect()
+        .await
+        .map_err(|e| Error::from_sdk("ec2:DescribeVolumes", e))?;
+    Ok(volumes
+        .iter()
+        .filter_map(|v| {
+            let id = v.volume_id()?;
+            let kept: Vec<String> = v
+                .attachments()
+                .iter()
+                .filter(|a| a.delete_on_termination() != Some(true))
+                .filter_map(|a| a.instance_id().map(str::to_owned))
+                .collect();
+            if kept.is_empty() {
+                return None;
+            }
+            let why = format!(
+                "an EBS volume cannot leave its zone: the workload on {} is pinned here; snapshot it \
+                 (aws ec2 create-snapshot --volume-id {id}) and restore it in another zone",
+                kept.join(", ")
+            );
+            let mut found = Finding::new(VOLUME, id, name_tag(v.tags()).unwrap_or(id), kept).not_movable(why);
+            found.notes.push(format!("{} GiB", v.size().unwrap_or_default()));
+            Some(found)
+        })
+        .collect())
+}
