@@ -10,15 +10,17 @@ use futures::StreamExt;
 use super::Context;
 use crate::engine::{self, Prepared, Settings};
 use crate::error::describe;
-use crate::journal::{Audit, Journal};
+use crate::journal::{Audit, Journal, Owner};
 use crate::model::{Command, Plan, Request};
 use crate::stats::Phases;
 use crate::{Error, Result};
 
 /// One account a command acts in.
 pub struct Target {
-    /// The account reached through an assumed role (`None`: the caller's own credentials).
+    /// The account, on runs across accounts (`None`: a run in the caller's own account only).
     pub account: Option<String>,
+    /// Whether it is reached through an assumed role (else with the caller's own credentials).
+    pub assumed: bool,
     /// Its SDK configuration.
     pub sdk: SdkConfig,
     /// The journal, reading this account's records.
@@ -59,9 +61,15 @@ impl Context {
                     az_id,
                     request,
                     kubeconfig,
-                    target.account.as_deref(),
+                    target.account.as_deref().filter(|_| target.assumed),
                 )
-                .await;
+                .await
+                .map(|mut prepared| {
+                    for item in &mut prepared.plan.items {
+                        item.account.clone_from(&target.account);
+                    }
+                    prepared
+                });
                 (target, prepared)
             }
         }))
@@ -70,6 +78,8 @@ impl Context {
         .await;
         let mut parts = Vec::new();
         let mut first_error = None;
+        let unreached = problems.len();
+        let mut distinct = std::collections::BTreeSet::new();
         for (target, prepared) in planned {
             match prepared {
                 Ok(prepared) => parts.push((target, prepared)),
@@ -82,15 +92,33 @@ impl Context {
                         target.account.as_deref().unwrap_or("(own)"),
                         describe(&e)
                     ));
+                    distinct.insert(describe(&e));
                     first_error.get_or_insert(e);
                 }
             }
         }
         if parts.is_empty() {
             // Every account failed alike (an AZ ID that exists nowhere): the error itself says best
-            // what to do.
-            return Err(first_error
-                .unwrap_or_else(|| Error::BadInput(format!("no account could be reached: {}", problems.join("; ")))));
+            // what to do. Otherwise every account's problem is shown, and the run exits 1.
+            if let Some(e) = first_error.filter(|e| unreached == 0 && distinct.len() == 1 && e.exit_code() == 2) {
+                return Err(e);
+            }
+            let plan = Plan {
+                command,
+                region: crate::aws::region_of(&self.sdk),
+                az_id: az_id.map(str::to_owned),
+                az_name: None,
+                request: request.clone(),
+                items: Vec::new(),
+                problems: problems.clone(),
+                stats: None,
+            };
+            return Ok(Fanout {
+                plan,
+                phases: Phases::start(),
+                problems,
+                parts,
+            });
         }
         // The accounts were planned side by side: the first one's phases stand for all.
         let phases = parts
@@ -119,21 +147,45 @@ impl Context {
         request: &Request,
     ) -> Result<(Vec<Target>, Vec<String>)> {
         let fleet = &request.fleet;
-        let accounts = if !fleet.is_empty() {
-            crate::accounts::resolve(&self.sdk, fleet).await?
-        } else if command == Command::Recover {
-            self.accounts_with_records(az_id, request).await?
-        } else {
-            Vec::new()
-        };
         let mut targets = Vec::new();
-        if fleet.is_empty() {
+        let accounts = if !fleet.is_empty() {
+            let accounts = crate::accounts::resolve(&self.sdk, fleet).await?;
+            if command == Command::Recover {
+                self.say_kept_elsewhere(az_id, request, &accounts).await?;
+            }
+            accounts
+        } else if command == Command::Recover {
+            let (stamped, own) = self.accounts_with_records(az_id, request).await?;
+            // The caller's own account is one part, with the caller's credentials: its records
+            // are those written that way and those stamped with its ID. Never two parts for one
+            // account: they would share the run's locks on the same resources.
+            targets.push(Target {
+                account: own.clone(),
+                sdk: self.sdk.clone(),
+                journal: match &own {
+                    Some(account) => self.journal.for_owner(Owner {
+                        account: account.clone(),
+                        own: true,
+                    }),
+                    None => self.journal.clone(),
+                },
+                assumed: false,
+            });
+            stamped.into_iter().filter(|a| Some(a) != own.as_ref()).collect()
+        } else {
             targets.push(Target {
                 account: None,
                 sdk: self.sdk.clone(),
-                journal: self.journal.for_account(None),
+                journal: self.journal.clone(),
+                assumed: false,
             });
-        }
+            Vec::new()
+        };
+        let own = if accounts.is_empty() {
+            None
+        } else {
+            Some(self.caller_account().await?)
+        };
         let region = crate::aws::region_of(&self.sdk);
         let assumed: Vec<(String, Result<SdkConfig>)> = futures::stream::iter(accounts.into_iter().map(|account| {
             let role = crate::accounts::role_arn(fleet, &account, &region);
@@ -152,9 +204,13 @@ impl Context {
         for (account, sdk) in assumed {
             match sdk {
                 Ok(sdk) => targets.push(Target {
-                    journal: self.journal.for_account(Some(&account)),
+                    journal: self.journal.for_owner(Owner {
+                        own: own.as_deref() == Some(account.as_str()),
+                        account: account.clone(),
+                    }),
                     account: Some(account),
                     sdk,
+                    assumed: true,
                 }),
                 Err(e) => problems.push(format!(
                     "account {account}: not reached, nothing changed there{}: {}",
@@ -170,26 +226,79 @@ impl Context {
         Ok((targets, problems))
     }
 
-    /// The accounts named by the records a recover would read (of the request's types, in its zone).
-    async fn accounts_with_records(&self, az_id: Option<&str>, request: &Request) -> Result<Vec<String>> {
+    /// The accounts whose stamped records a recover would read (of the request's types, in its
+    /// zone), and the caller's own account ID when there are any (`None`: every record was written
+    /// with the caller's own credentials, the run stays in its own account).
+    async fn accounts_with_records(
+        &self,
+        az_id: Option<&str>,
+        request: &Request,
+    ) -> Result<(Vec<String>, Option<String>)> {
+        let mut accounts: Vec<String> = self
+            .records_to_recover(az_id, request)
+            .await?
+            .into_iter()
+            .filter_map(|r| r.account_id)
+            .collect();
+        accounts.sort();
+        accounts.dedup();
+        if accounts.is_empty() {
+            return Ok((accounts, None));
+        }
+        Ok((accounts, Some(self.caller_account().await?)))
+    }
+
+    /// Every readable record of the request's types in its zone (none without a journal: the
+    /// recover in the caller's own account says so).
+    async fn records_to_recover(&self, az_id: Option<&str>, request: &Request) -> Result<Vec<crate::model::Record>> {
         let types: Vec<&str> = crate::plugins::types()
             .into_iter()
             .filter(|t| request.types.is_empty() || request.names(t))
             .collect();
-        let records = match self.journal.records_of_every_account(&types, az_id).await {
-            Ok((records, _)) => records,
-            // No journal: the recover in the caller's own account says so.
-            Err(Error::TableMissing { .. }) => return Ok(Vec::new()),
-            Err(e) => return Err(e),
-        };
-        let mut accounts: Vec<String> = records
-            .values()
-            .flatten()
-            .filter_map(|r| r.account_id.clone())
-            .collect();
-        accounts.sort();
-        accounts.dedup();
-        Ok(accounts)
+        match self.journal.records_of_every_account(&types, az_id).await {
+            Ok((records, _)) => Ok(records.into_values().flatten().collect()),
+            Err(Error::TableMissing { .. }) => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `recover --accounts`: say how many records of other accounts this run leaves alone, so
+    /// that none is taken for recovered.
+    async fn say_kept_elsewhere(&self, az_id: Option<&str>, request: &Request, accounts: &[String]) -> Result<()> {
+        let own = self.caller_account().await?;
+        let mut elsewhere = std::collections::BTreeMap::<String, usize>::new();
+        for record in self.records_to_recover(az_id, request).await? {
+            let account = record.account_id.clone().unwrap_or_else(|| own.clone());
+            if !accounts.contains(&account) {
+                *elsewhere.entry(account).or_default() += 1;
+            }
+        }
+        if !elsewhere.is_empty() {
+            let list: Vec<String> = elsewhere.iter().map(|(a, n)| format!("{a} ({n})")).collect();
+            crate::say!(
+                "azevac: {} journal record(s) of accounts not in --accounts are kept: {}",
+                elsewhere.values().sum::<usize>(),
+                list.join(", ")
+            );
+        }
+        Ok(())
+    }
+
+    /// The caller's own account ID (STS), to tell its records from other accounts'.
+    pub async fn caller_account(&self) -> Result<String> {
+        let out = crate::client!(aws_sdk_sts, &self.sdk)
+            .get_caller_identity()
+            .send()
+            .await
+            .map_err(|e| {
+                Error::BadInput(format!(
+                    "sts:GetCallerIdentity failed, so the caller's own records cannot be told from other accounts': {}",
+                    crate::text::clean(&aws_sdk_sts::error::DisplayErrorContext(&e).to_string())
+                ))
+            })?;
+        out.account()
+            .map(str::to_owned)
+            .ok_or_else(|| Error::BadInput("sts:GetCallerIdentity named no account".into()))
     }
 }
 

@@ -35,7 +35,9 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     if !fleet.is_empty() {
         crate::accounts::validate(&fleet, &[])?;
         let accounts = crate::accounts::resolve(&ctx.sdk, &fleet).await?;
-        records.retain(|r| r.account_id.as_ref().is_some_and(|a| accounts.contains(a)));
+        // Records written with the caller's own credentials are its own account's.
+        let own = ctx.caller_account().await?;
+        records.retain(|r| accounts.contains(r.account_id.as_ref().unwrap_or(&own)));
     }
     let locks = ctx.journal.locks().await?;
     report::print_status(&records, &locks, &problems, ctx.output);

@@ -56,9 +56,29 @@ pub struct Journal {
     client: aws_sdk_dynamodb::Client,
     table: String,
     region: String,
-    /// The account whose records a recover plans from (`None`: the caller's own, reached with its
-    /// own credentials); one table serves every account, as the ARNs in its keys name theirs.
-    account: Option<String>,
+    /// Whose records a recover plans from (`None`: every record); one table serves every account,
+    /// as the ARNs in its keys name theirs.
+    owner: Option<Owner>,
+}
+
+/// The account a run's part acts in, for the journal: its records are those stamped with it, and,
+/// for the caller's own account, also those written with the caller's own credentials (no stamp).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    /// The twelve-digit account ID.
+    pub account: String,
+    /// Whether it is the caller's own account.
+    pub own: bool,
+}
+
+impl Owner {
+    /// Whether `record` belongs to this account.
+    pub fn owns(&self, record: &Record) -> bool {
+        match &record.account_id {
+            Some(account) => *account == self.account,
+            None => self.own,
+        }
+    }
 }
 
 impl Journal {
@@ -68,15 +88,14 @@ impl Journal {
             client: crate::client!(aws_sdk_dynamodb, config),
             table: table.to_owned(),
             region: crate::aws::region_of(config),
-            account: None,
+            owner: None,
         }
     }
 
-    /// The same table, planning recovery from the records of `account` only (`None`: the
-    /// records written with the caller's own credentials).
-    pub fn for_account(&self, account: Option<&str>) -> Journal {
+    /// The same table, planning recovery from `owner`'s records only.
+    pub fn for_owner(&self, owner: Owner) -> Journal {
         Journal {
-            account: account.map(str::to_owned),
+            owner: Some(owner),
             ..self.clone()
         }
     }
@@ -147,7 +166,7 @@ impl Journal {
         // Another account's record is acted on only with that account's credentials: read here
         // with the wrong ones, its resource would look deleted.
         for records in by_type.values_mut() {
-            records.retain(|r| r.account_id == self.account);
+            records.retain(|r| self.owner.as_ref().is_none_or(|o| o.owns(r)));
         }
         by_type.retain(|_, records| !records.is_empty());
         Ok((by_type, problems))

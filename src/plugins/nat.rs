@@ -378,6 +378,18 @@ pub fn decide(estate: &Estate, table: &RouteTable, az_id: &str) -> Decision {
             inside.join(", ")
         ));
     }
+    // A served subnet whose zone could not be read may be in the zone: fail safe, change nothing.
+    let unknown: Vec<&str> = served
+        .iter()
+        .filter(|(_, z)| *z == "?")
+        .map(|(s, _)| s.as_str())
+        .collect();
+    if !unknown.is_empty() {
+        return Decision::Skip(format!(
+            "serves {} whose zone could not be read: left alone",
+            unknown.join(", ")
+        ));
+    }
     let preferred: BTreeSet<String> = served.into_values().collect();
     let (mut changes, mut unmoved) = (Vec::new(), Vec::new());
     for (route, nat) in zonal {
@@ -697,7 +709,11 @@ impl Plugin for NatRoutes {
                 let records: Vec<&Record> = held.iter().map(|h| h.record()).collect();
                 let estate = self.ec2.for_records(records.iter().copied()).await?;
                 for line in lines.iter_mut().filter(|l| l.status == Status::Planned) {
-                    let Some(record) = records.iter().find(|r| r.resource == line.resource) else {
+                    // A table evacuated from two zones has a record in each: the line's own zone's.
+                    let Some(record) = records
+                        .iter()
+                        .find(|r| r.resource == line.resource && r.az_id == line.az_id)
+                    else {
                         continue;
                     };
                     let table = estate.tables.iter().find(|t| t.arn == record.resource);
@@ -1195,6 +1211,16 @@ mod tests {
         assert_eq!(parse_action("route:0.0.0.0/0", ORIGINAL), None);
         assert_eq!(parse_action("set:0.0.0.0/0:igw-1", SET), None);
         assert_eq!(Destination::parse(""), None);
+    }
+
+    #[test]
+    fn a_table_serving_a_subnet_of_unknown_zone_is_left_alone() {
+        let t = table("rtb-1", false, &["a4", "a9"], vec![route("0.0.0.0/0", "nat-zone")]);
+        let estate = estate(vec![t.clone()]);
+        match decide(&estate, &t, ZONE) {
+            Decision::Skip(why) => assert!(why.contains("a9 whose zone could not be read"), "{why}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
