@@ -44,7 +44,8 @@ def main():
     parser.add_argument("--latency-ms", type=float, default=50.0)
     args = parser.parse_args()
     n = args.per_account
-    moto, port = start_moto(os.path.join(ROOT, ".venv-bench", "bin", "python"))
+    venv = ".venv-bench" if os.path.exists(os.path.join(ROOT, ".venv-bench")) else ".venv-moto"
+    moto, port = start_moto(os.path.join(ROOT, venv, "bin", "python"))
     try:
         proxy = Proxy(port, args.latency_ms / 1000)
         env = env_for(proxy.port)
@@ -69,7 +70,7 @@ def main():
     for name, total, (ev, rc, evc, rcc) in rows:
         print(f"| {name} | {total} | {ev:.2f} | {rc:.2f} | {evc:.0f} / {rcc:.0f} | {evc / total:.2f} / {rcc / total:.2f} "
               f"| {ev / base[0]:.2f} / {rc / base[1]:.2f} |")
-    print(f"\n{args.latency_ms:.0f} ms added to every call; {args.runs} runs each; release build")
+    print(f"\n{args.latency_ms:.0f} ms added to every call; {args.runs} runs each; {AZEVAC}")
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores")
 
 
