@@ -1,8 +1,8 @@
 """Seed an emulator (AWS_ENDPOINT_URL) with an estate described in a JSON file, with boto3 from the
 emulator's own venv: `scripts/demo` uses it so that a first run builds nothing but azevac itself.
 
-It creates exactly what tests/common/estate.rs (the integration tests' seeder) creates from the same
-spec; tests/demo_seed.rs seeds one emulator with each and compares the two estates.
+It creates exactly what tests/it/common/estate.rs (the integration tests' seeder) creates from the same
+spec; tests/it/demo_seed.rs seeds one emulator with each and compares the two estates.
 
 Usage: .venv-moto/bin/python scripts/seed-estate.py [fixtures/sample-estate.json]
 """

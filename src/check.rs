@@ -223,7 +223,7 @@ mod tests {
             source: boxed(),
         };
         // A required type on an endpoint without its API fails (a run would); only the optional
-        // ARC read downgrades it (answered_optional, tested end to end in tests/doctor.rs).
+        // ARC read downgrades it (answered_optional, tested end to end in tests/it/doctor.rs).
         assert_eq!(Check::failed_call("db", "x", &absent).verdict, Verdict::Fail);
         let intercepted = Error::Unsupported {
             operation: "sts:GetCallerIdentity",

@@ -193,7 +193,7 @@ fn render_exposure(exposure: &Exposure, summary: &ExposureSummary) -> String {
 }
 
 /// The JSON Schema (draft 2020-12) of what `--output json` prints, generated from the types that
-/// print it; `fixtures/output.schema.json` is this (`UPDATE_SCHEMA=1 cargo test --test schema`
+/// print it; `fixtures/output.schema.json` is this (`UPDATE_SCHEMA=1 cargo test --test it schema::`
 /// rewrites it).
 pub fn output_schema() -> serde_json::Value {
     let mut schema = schemars::generate::SchemaSettings::draft2020_12()

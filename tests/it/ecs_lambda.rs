@@ -3,7 +3,7 @@
 //! 10-per-describe limit, conflict retries and update waits, which the emulator does not do, are
 //! covered by the aws-smithy-mocks tests in src/plugins/{ecs,lambda}.rs.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

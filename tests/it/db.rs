@@ -2,7 +2,7 @@
 //! best reader outside the zone, lists what it cannot move, and on recover leaves the writer where
 //! it is unless asked to fail back. moto implements `FailoverDBCluster` with a target faithfully.
 
-mod common;
+use crate::common;
 
 use aws_sdk_rds::Client;
 

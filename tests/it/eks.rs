@@ -1,8 +1,8 @@
 //! Kubernetes nodes end to end (issue 4): the real binary, the real `kube` client, an in-process
-//! fake API server (tests/common/kube.rs) seeded with EKS-shaped nodes (fixtures/eks-nodes.json),
+//! fake API server (tests/it/common/kube.rs) seeded with EKS-shaped nodes (fixtures/eks-nodes.json),
 //! and moto for the AZ mapping and the journal.
 
-mod common;
+use crate::common;
 
 use serde_json::{json, Value};
 

@@ -1,8 +1,8 @@
 //! Data plane first (issue 8): ARC zonal shifts around the control-plane evacuation, the cross-zone
 //! check, and the order of recovery. The real binary runs against moto through the test proxy, which
-//! answers the ARC zonal shift API itself (tests/common/zonal.rs) and logs every call in order.
+//! answers the ARC zonal shift API itself (tests/it/common/zonal.rs) and logs every call in order.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -3,7 +3,7 @@
 //! the same exit code. The messages are read back from an SQS queue subscribed to the topic in moto
 //! (SQS through boto3 in the emulator's own venv: no SQS SDK to build for one test).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -1,6 +1,5 @@
 //! Shared by the integration tests: a moto server per test, SDK clients pointed at it, the real
 //! `azevac` binary run against it, and readers of the live estate and the journal table.
-#![allow(dead_code)] // each test binary uses its own part of this module
 
 pub mod elasticache;
 pub mod estate;
@@ -366,4 +365,36 @@ pub fn attr_list(item: &HashMap<String, AttributeValue>, name: &str) -> Vec<Stri
         .and_then(|v| v.as_l().ok())
         .map(|l| l.iter().filter_map(|v| v.as_s().ok().cloned()).collect())
         .unwrap_or_default()
+}
+
+/// Run `run(part)` for every part at once, each on a thread of its own with its own Tokio runtime,
+/// and return the results in order; a part's panic is the caller's. For the long sweeps: their
+/// parts share nothing (each starts its own moto server), and one part at a time leaves a core
+/// idle while the other process of each step (azevac, or moto) works.
+pub fn on_threads<P, T, Fut>(parts: Vec<P>, run: impl Fn(P) -> Fut + Sync) -> Vec<T>
+where
+    P: Send,
+    T: Send,
+    Fut: std::future::Future<Output = T>,
+{
+    std::thread::scope(|scope| {
+        let run = &run;
+        let handles: Vec<_> = parts
+            .into_iter()
+            .map(|part| {
+                scope.spawn(move || {
+                    tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(2)
+                        .enable_all()
+                        .build()
+                        .expect("a Tokio runtime")
+                        .block_on(run(part))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    })
 }

@@ -1,7 +1,7 @@
 //! Hardening (issue 13): no hang, no silent success, one line for a bad environment, and text
 //! from AWS that cannot rewrite the operator's screen. Each test failed before its fix.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,9 +1,9 @@
 //! ElastiCache primaries out of the zone (issue 15): the real binary promotes the replica chosen
 //! outside the zone (`ModifyReplicationGroup` `PrimaryClusterId`), lists what it cannot move, and
 //! on recover leaves the primary where it is unless asked to fail back. moto holds the groups and
-//! their nodes' zones; the proxy's fake (tests/common/elasticache.rs) does the promotion moto ignores.
+//! their nodes' zones; the proxy's fake (tests/it/common/elasticache.rs) does the promotion moto ignores.
 
-mod common;
+use crate::common;
 
 use aws_sdk_elasticache::types::{NodeGroupConfiguration, Tag};
 use aws_sdk_elasticache::Client;

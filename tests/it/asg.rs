@@ -1,7 +1,7 @@
 //! Auto Scaling groups end to end (issue 2): the real binary against moto server, the live estate
 //! and the journal table asserted after every step.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -3,7 +3,7 @@
 //! validation and plan documents; and a corpus of malformed command lines run through the real
 //! binary, none of which may end in a panic (exit 101).
 
-mod common;
+use crate::common;
 
 use azevac::cli::Cli;
 use azevac::model::{Plan, Request};

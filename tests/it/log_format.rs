@@ -2,7 +2,7 @@
 //! RFC 3339 timestamp, and a real run's timeline reads run started → each line planned → each line
 //! changed → run ended, all under the run's ID.
 
-mod common;
+use crate::common;
 
 use common::estate::{self, Spec};
 use common::{azevac, azevac_at, Moto, ZONE};

@@ -1,9 +1,9 @@
 //! `fixtures/output.schema.json` (issue 19): the JSON Schema of `--output json`, generated from the
 //! Rust types that print it (schemars). One test fails when the committed file is not what the types
-//! give (`UPDATE_SCHEMA=1 cargo test --test schema` rewrites it); another validates the documents
+//! give (`UPDATE_SCHEMA=1 cargo test --test it schema::` rewrites it); another validates the documents
 //! real runs print — plans, results, with and without `--stats`, and status — against it.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 
@@ -27,7 +27,7 @@ fn the_committed_schema_is_the_one_the_types_give() {
     let committed = std::fs::read_to_string(schema_path()).unwrap_or_default();
     assert!(
         committed == generated,
-        "fixtures/output.schema.json is not what the types give: run `UPDATE_SCHEMA=1 cargo test --test schema` \
+        "fixtures/output.schema.json is not what the types give: run `UPDATE_SCHEMA=1 cargo test --test it schema::` \
          and commit the file"
     );
 }

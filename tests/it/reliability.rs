@@ -2,11 +2,11 @@
 //! failing, two operators at once, two zones — no removed subnet is ever forgotten and `recover`
 //! puts back exactly what was taken. The figures printed here ("reliability: ...") are the ones
 //! README's Reliability section quotes; run with `--nocapture` to see them.
-//! The kill-point sweeps cover every AWS call (through the proxy, tests/common/proxy.rs), every
-//! Kubernetes request (the fake API server, tests/common/kube.rs) and ARC zonal shifts (the fake
-//! the proxy answers, tests/common/zonal.rs).
+//! The kill-point sweeps cover every AWS call (through the proxy, tests/it/common/proxy.rs), every
+//! Kubernetes request (the fake API server, tests/it/common/kube.rs) and ARC zonal shifts (the fake
+//! the proxy answers, tests/it/common/zonal.rs).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
@@ -136,62 +136,71 @@ async fn nothing_forgotten(sdk: &aws_config::SdkConfig, original: &Snapshot, see
     ok
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_kill_at_any_call_loses_nothing() {
+const KILL_EVACUATE: &[&str] = &["evacuate", "--az-id", ZONE, "--yes", "--concurrency", "1"];
+const KILL_RECOVER: &[&str] = &["recover", "--yes", "--concurrency", "1"];
+
+/// One part of the sweep below: SIGKILL `args` at every call in turn (`when`), on a moto server of
+/// its own. Returns the kill points tried and how many of them were restored exactly.
+async fn kill_sweep(phase: &str, args: &[&str], when: KillWhen) -> (usize, usize) {
     let moto = Moto::start();
     let proxy = Proxy::start(&moto.endpoint);
     let sdk = common::sdk(&moto).await;
     let (mut tried, mut exact) = (0, 0);
-    let evacuate = ["evacuate", "--az-id", ZONE, "--yes", "--concurrency", "1"];
-    let recover = ["recover", "--yes", "--concurrency", "1"];
-
-    for (phase, args) in [("evacuate", &evacuate[..]), ("recover", &recover[..])] {
-        for when in [KillWhen::BeforeForward, KillWhen::AfterForward] {
-            for n in 1.. {
-                moto.reset();
-                estate::seed(&sdk, &small_estate()).await;
-                let original = snapshot(&sdk).await;
-                if phase == "recover" {
-                    azevac(&moto, &evacuate).expect_code(0);
-                }
-                proxy.set(Faults {
-                    kill_at: Some((n, when)),
-                    ..Faults::default()
-                });
-                let code = run_watched(&proxy, args);
-                if !proxy.killed() {
-                    assert_eq!(code, Some(0), "{phase} ran to the end past call {n}");
-                    break;
-                }
-                tried += 1;
-                // Half the time the operator re-runs the killed command first, half the time
-                // goes straight to recover: both must end in the original estate.
-                if n % 2 == 0 {
-                    azevac(&moto, args).expect_code(0);
-                    if phase == "evacuate" {
-                        let items = journal_items(&sdk).await;
-                        assert_eq!(items.len(), 3, "a re-run completes the evacuation (web, api, events)");
-                    }
-                }
-                let recovered = azevac(&moto, &recover);
-                // Killed before the journal table existed: nothing can have changed, and recover
-                // says to run `azevac init`.
-                let no_table = recovered.code == 2 && recovered.stderr.contains("azevac init");
-                assert!(
-                    recovered.code == 0 || no_table,
-                    "{phase} killed at call {n}: {recovered:?}"
-                );
-                let restored = snapshot(&sdk).await;
-                if restored == original && journal_items(&sdk).await.is_empty() {
-                    exact += 1;
-                } else {
-                    eprintln!(
-                        "{phase} killed at call {n} ({when:?}): not restored exactly\n{original:?}\n{restored:?}"
-                    );
-                }
+    for n in 1.. {
+        moto.reset();
+        estate::seed(&sdk, &small_estate()).await;
+        let original = snapshot(&sdk).await;
+        if phase == "recover" {
+            azevac(&moto, KILL_EVACUATE).expect_code(0);
+        }
+        proxy.set(Faults {
+            kill_at: Some((n, when)),
+            ..Faults::default()
+        });
+        let code = run_watched(&proxy, args);
+        if !proxy.killed() {
+            assert_eq!(code, Some(0), "{phase} ran to the end past call {n}");
+            break;
+        }
+        tried += 1;
+        // Half the time the operator re-runs the killed command first, half the time
+        // goes straight to recover: both must end in the original estate.
+        if n % 2 == 0 {
+            azevac(&moto, args).expect_code(0);
+            if phase == "evacuate" {
+                let items = journal_items(&sdk).await;
+                assert_eq!(items.len(), 3, "a re-run completes the evacuation (web, api, events)");
             }
         }
+        let recovered = azevac(&moto, KILL_RECOVER);
+        // Killed before the journal table existed: nothing can have changed, and recover
+        // says to run `azevac init`.
+        let no_table = recovered.code == 2 && recovered.stderr.contains("azevac init");
+        assert!(
+            recovered.code == 0 || no_table,
+            "{phase} killed at call {n}: {recovered:?}"
+        );
+        let restored = snapshot(&sdk).await;
+        if restored == original && journal_items(&sdk).await.is_empty() {
+            exact += 1;
+        } else {
+            eprintln!("{phase} killed at call {n} ({when:?}): not restored exactly\n{original:?}\n{restored:?}");
+        }
     }
+    (tried, exact)
+}
+
+/// SIGKILL evacuate or recover at every AWS call, before and after it takes effect; the four
+/// parts (phase x when) run side by side.
+#[test]
+fn a_kill_at_any_call_loses_nothing() {
+    let parts: Vec<(&str, &[&str], KillWhen)> = [("evacuate", KILL_EVACUATE), ("recover", KILL_RECOVER)]
+        .into_iter()
+        .flat_map(|(phase, args)| [KillWhen::BeforeForward, KillWhen::AfterForward].map(|when| (phase, args, when)))
+        .collect();
+    let tallies = common::on_threads(parts, |(phase, args, when)| kill_sweep(phase, args, when));
+    let tried: usize = tallies.iter().map(|t| t.0).sum();
+    let exact: usize = tallies.iter().map(|t| t.1).sum();
     eprintln!("reliability: kill points tried {tried}, restored exactly {exact}");
     assert!(tried >= 40, "only {tried} kill points");
     assert_eq!(exact, tried);
@@ -689,120 +698,153 @@ enum Target {
 /// or `recover` at every AWS call and every Kubernetes request, before and after it takes effect;
 /// then, half the time, run the killed command again, and recover until nothing is left. The
 /// nodes, shifts and groups must be exactly as at the start and the journal table empty.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_kill_at_any_node_or_shift_call_loses_nothing() {
-    let sweep = NodeSweep::new().await;
-    let evacuate = [
-        "evacuate",
-        "--az-id",
-        ZONE,
-        "--type",
-        "zonal-shift,asg,eks",
-        "--zonal-shift",
-        "--k8s-mode",
-        "noschedule",
-        "--concurrency",
-        "1",
-        "--yes",
-    ];
-    let recover = [
-        "recover",
-        "--type",
-        "zonal-shift,asg,eks",
-        "--concurrency",
-        "1",
-        "--yes",
-    ];
-    let (mut tried, mut exact, mut second_recovers) = (0, 0, 0);
-    let mut tried_by: BTreeMap<String, usize> = BTreeMap::new();
-    let mut problems: Vec<String> = Vec::new();
+const NODE_EVACUATE: &[&str] = &[
+    "evacuate",
+    "--az-id",
+    ZONE,
+    "--type",
+    "zonal-shift,asg,eks",
+    "--zonal-shift",
+    "--k8s-mode",
+    "noschedule",
+    "--concurrency",
+    "1",
+    "--yes",
+];
+const NODE_RECOVER: &[&str] = &[
+    "recover",
+    "--type",
+    "zonal-shift,asg,eks",
+    "--concurrency",
+    "1",
+    "--yes",
+];
 
-    for (phase, args) in [("evacuate", &evacuate[..]), ("recover", &recover[..])] {
-        for target in [Target::Aws, Target::Kube] {
-            for when in [KillWhen::BeforeForward, KillWhen::AfterForward] {
-                for n in 1.. {
-                    let start = sweep.reset().await;
-                    if phase == "recover" {
-                        sweep.run(&evacuate).expect_code(0);
-                        let off = sweep.evacuated(&start).await;
-                        assert!(off.is_empty(), "the evacuation to recover from is complete: {off:?}");
-                        sweep.proxy.set(Faults::default());
-                        sweep.kube.set_kill_at(None);
-                    }
-                    match target {
-                        Target::Aws => sweep.proxy.set(Faults {
-                            kill_at: Some((n, when)),
-                            ..Faults::default()
-                        }),
-                        Target::Kube => sweep.kube.set_kill_at(Some((n, when))),
-                    }
-                    let code = sweep.run_watched(args);
-                    let killed = sweep.proxy.killed() || sweep.kube.killed();
-                    let point = format!("{phase} killed at {target:?} call {n} ({when:?})");
-                    if !killed {
-                        assert_eq!(code, Some(0), "{phase} ran to the end past {target:?} call {n}");
-                        // The sweep went past the writes it is about: two node patches, two shifts.
-                        let seen = match target {
-                            Target::Aws => sweep.proxy.calls(),
-                            Target::Kube => sweep.kube.requests(),
-                        };
-                        let writes = seen
-                            .iter()
-                            .filter(|c| {
-                                c.starts_with("PATCH /api/v1/nodes/")
-                                    || c.ends_with(":StartZonalShift")
-                                    || c.ends_with(":CancelZonalShift")
-                            })
-                            .count();
-                        assert_eq!(writes, 2, "{phase} {target:?}: {seen:?}");
-                        break;
-                    }
-                    let call = match target {
-                        Target::Aws => sweep.proxy.calls().get(n - 1).cloned(),
-                        Target::Kube => sweep.kube.requests().get(n - 1).cloned(),
-                    };
-                    let point = format!("{point}, {}", call.unwrap_or_default());
-                    tried += 1;
-                    *tried_by.entry(format!("{phase} {target:?}")).or_default() += 1;
-                    sweep.proxy.set(Faults::default());
-                    sweep.kube.set_kill_at(None);
-                    // Half the time the operator re-runs the killed command first, half the time
-                    // goes straight to recover.
-                    if n % 2 == 0 {
-                        let again = sweep.run(args);
-                        if again.code != 0 {
-                            problems.push(format!("{point}: the re-run exited {}: {again:?}", again.code));
-                        } else if phase == "evacuate" {
-                            let off = sweep.evacuated(&start).await;
-                            if !off.is_empty() {
-                                problems.push(format!("{point}: the re-run left the evacuation incomplete: {off:?}"));
-                            }
-                        }
-                    }
-                    // Recover until nothing is left (more than once is worth knowing about).
-                    let mut off = Vec::new();
-                    for attempt in 1..=3 {
-                        let recovered = sweep.run(&recover);
-                        // Killed before the journal table existed: recover says to run `azevac init`.
-                        let no_table = recovered.code == 2 && recovered.stderr.contains("azevac init");
-                        if recovered.code != 0 && !no_table {
-                            problems.push(format!("{point}: recover #{attempt}: {recovered:?}"));
-                        }
-                        off = sweep.restored(&start).await;
-                        if off.is_empty() || no_table {
-                            second_recovers += usize::from(attempt > 1 && off.is_empty());
-                            break;
-                        }
-                    }
-                    if off.is_empty() {
-                        exact += 1;
-                    } else {
-                        problems.push(format!("{point}: not restored exactly: {off:?}"));
+/// What one part of the node/shift sweep found.
+#[derive(Default)]
+struct NodeTally {
+    tried: usize,
+    exact: usize,
+    second_recovers: usize,
+    problems: Vec<String>,
+}
+
+/// One part of the sweep below: kill `args` at every `target` call in turn, before and after it
+/// takes effect, on an estate (moto, proxy, fake API server) of its own.
+async fn node_sweep(phase: &str, args: &[&str], target: Target) -> NodeTally {
+    let sweep = NodeSweep::new().await;
+    let mut tally = NodeTally::default();
+    for when in [KillWhen::BeforeForward, KillWhen::AfterForward] {
+        for n in 1.. {
+            let start = sweep.reset().await;
+            if phase == "recover" {
+                sweep.run(NODE_EVACUATE).expect_code(0);
+                let off = sweep.evacuated(&start).await;
+                assert!(off.is_empty(), "the evacuation to recover from is complete: {off:?}");
+                sweep.proxy.set(Faults::default());
+                sweep.kube.set_kill_at(None);
+            }
+            match target {
+                Target::Aws => sweep.proxy.set(Faults {
+                    kill_at: Some((n, when)),
+                    ..Faults::default()
+                }),
+                Target::Kube => sweep.kube.set_kill_at(Some((n, when))),
+            }
+            let code = sweep.run_watched(args);
+            let killed = sweep.proxy.killed() || sweep.kube.killed();
+            let point = format!("{phase} killed at {target:?} call {n} ({when:?})");
+            if !killed {
+                assert_eq!(code, Some(0), "{phase} ran to the end past {target:?} call {n}");
+                // The sweep went past the writes it is about: two node patches, two shifts.
+                let seen = match target {
+                    Target::Aws => sweep.proxy.calls(),
+                    Target::Kube => sweep.kube.requests(),
+                };
+                let writes = seen
+                    .iter()
+                    .filter(|c| {
+                        c.starts_with("PATCH /api/v1/nodes/")
+                            || c.ends_with(":StartZonalShift")
+                            || c.ends_with(":CancelZonalShift")
+                    })
+                    .count();
+                assert_eq!(writes, 2, "{phase} {target:?}: {seen:?}");
+                break;
+            }
+            let call = match target {
+                Target::Aws => sweep.proxy.calls().get(n - 1).cloned(),
+                Target::Kube => sweep.kube.requests().get(n - 1).cloned(),
+            };
+            let point = format!("{point}, {}", call.unwrap_or_default());
+            tally.tried += 1;
+            sweep.proxy.set(Faults::default());
+            sweep.kube.set_kill_at(None);
+            // Half the time the operator re-runs the killed command first, half the time
+            // goes straight to recover.
+            if n % 2 == 0 {
+                let again = sweep.run(args);
+                if again.code != 0 {
+                    tally
+                        .problems
+                        .push(format!("{point}: the re-run exited {}: {again:?}", again.code));
+                } else if phase == "evacuate" {
+                    let off = sweep.evacuated(&start).await;
+                    if !off.is_empty() {
+                        tally
+                            .problems
+                            .push(format!("{point}: the re-run left the evacuation incomplete: {off:?}"));
                     }
                 }
             }
+            // Recover until nothing is left (more than once is worth knowing about).
+            let mut off = Vec::new();
+            for attempt in 1..=3 {
+                let recovered = sweep.run(NODE_RECOVER);
+                // Killed before the journal table existed: recover says to run `azevac init`.
+                let no_table = recovered.code == 2 && recovered.stderr.contains("azevac init");
+                if recovered.code != 0 && !no_table {
+                    tally
+                        .problems
+                        .push(format!("{point}: recover #{attempt}: {recovered:?}"));
+                }
+                off = sweep.restored(&start).await;
+                if off.is_empty() || no_table {
+                    tally.second_recovers += usize::from(attempt > 1 && off.is_empty());
+                    break;
+                }
+            }
+            if off.is_empty() {
+                tally.exact += 1;
+            } else {
+                tally.problems.push(format!("{point}: not restored exactly: {off:?}"));
+            }
         }
     }
+    tally
+}
+
+/// Issue 5 for nodes and zonal shifts: SIGKILL `evacuate --zonal-shift` (nodes: taint + cordon)
+/// or `recover` at every AWS call and every Kubernetes request, before and after it takes effect;
+/// then, half the time, run the killed command again, and recover until nothing is left. The
+/// nodes, shifts and groups must be exactly as at the start and the journal table empty. The four
+/// parts (phase x target) run side by side.
+#[test]
+fn a_kill_at_any_node_or_shift_call_loses_nothing() {
+    let parts: Vec<(&str, &[&str], Target)> = [("evacuate", NODE_EVACUATE), ("recover", NODE_RECOVER)]
+        .into_iter()
+        .flat_map(|(phase, args)| [Target::Aws, Target::Kube].map(|target| (phase, args, target)))
+        .collect();
+    let tallies = common::on_threads(parts.clone(), |(phase, args, target)| node_sweep(phase, args, target));
+    let tried: usize = tallies.iter().map(|t| t.tried).sum();
+    let exact: usize = tallies.iter().map(|t| t.exact).sum();
+    let second_recovers: usize = tallies.iter().map(|t| t.second_recovers).sum();
+    let tried_by: BTreeMap<String, usize> = parts
+        .iter()
+        .zip(&tallies)
+        .map(|((phase, _, target), t)| (format!("{phase} {target:?}"), t.tried))
+        .collect();
+    let problems: Vec<&String> = tallies.iter().flat_map(|t| &t.problems).collect();
     eprintln!("reliability: node/shift kill points tried {tried}, restored exactly {exact}");
     eprintln!(
         "reliability: node/shift kill points by phase and target {tried_by:?}; restored only by a second recover {second_recovers}"

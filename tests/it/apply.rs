@@ -1,7 +1,7 @@
 //! `azevac apply plan.json` (issue 7): a plan saved with `--dry-run --output json` runs exactly as
 //! reviewed, and is refused, with the differences and nothing changed, once the live state has moved.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -5,7 +5,7 @@
 //! NAT-gateway filters used here, and NAT gateway connectivity types; a NAT gateway there is
 //! `available` at once, and `deleted` once deleted.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

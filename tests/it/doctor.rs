@@ -3,7 +3,7 @@
 //! where the endpoint has none), a missing journal and a denied permission are named with their
 //! fix, the other checks still run, and no call that changes anything is ever sent.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

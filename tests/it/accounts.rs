@@ -3,7 +3,7 @@
 //! act in the account the role's ARN names, and Organizations is implemented. An account whose role
 //! cannot be assumed is answered AccessDenied by the proxy (moto lets any role be assumed).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -20,7 +20,7 @@
 //! first command in turn, for four pairs of commands. Exit codes are free (the loser of a race
 //! may exit 1) except where a test says otherwise: the invariants decide.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Seek};
@@ -661,39 +661,21 @@ struct Pair {
     second: &'static [&'static str],
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn interleaving_sweep() {
+const EVACUATE_AZ2: &[&str] = &["evacuate", "--az-id", ZONE, "--type", "asg", "--yes"];
+const EVACUATE_AZ3: &[&str] = &["evacuate", "--az-id", AZ3, "--type", "asg", "--yes"];
+const RECOVER_AZ2: &[&str] = &["recover", "--az-id", ZONE, "--type", "asg", "--yes"];
+
+/// What the sweep of one pair found: calls tried, calls parked, problems.
+type PairTally = (usize, usize, Vec<String>);
+
+/// One pair of the sweep below, on a moto server and proxy of its own.
+async fn sweep_pair(pair: &Pair) -> PairTally {
     let moto = Moto::start();
     let proxy = Proxy::start(&moto.endpoint);
     let sdk = common::sdk(&moto).await;
     let dir = tempfile::tempdir().expect("tempdir");
     let plan_path = dir.path().join("recover-az2.json");
     let plan_file = plan_path.to_str().expect("utf-8 path");
-    let evacuate_az2: &[&str] = &["evacuate", "--az-id", ZONE, "--type", "asg", "--yes"];
-    let evacuate_az3: &[&str] = &["evacuate", "--az-id", AZ3, "--type", "asg", "--yes"];
-    let recover_az2: &[&str] = &["recover", "--az-id", ZONE, "--type", "asg", "--yes"];
-    let pairs = [
-        Pair {
-            name: "evacuate az2 | recover az2",
-            first: evacuate_az2,
-            second: recover_az2,
-        },
-        Pair {
-            name: "evacuate az2 | evacuate az3",
-            first: evacuate_az2,
-            second: evacuate_az3,
-        },
-        Pair {
-            name: "evacuate az3 | recover az2",
-            first: evacuate_az3,
-            second: recover_az2,
-        },
-        Pair {
-            name: "evacuate az3 | apply recover-az2 plan",
-            first: evacuate_az3,
-            second: &["apply", "PLAN", "--yes"],
-        },
-    ];
     // Every estate starts with d already evacuated from use1-az2 (a done record), so that every
     // pair also meets a record written before it began; for the recover pairs it is what makes
     // the second command put something back that the first one plans around.
@@ -722,60 +704,87 @@ async fn interleaving_sweep() {
             watch
         }
     };
-    let started = Instant::now();
-    let (mut tried_all, mut held_all) = (0, 0);
     let mut problems = Vec::new();
-    for pair in &pairs {
-        let second: Vec<&str> = pair
-            .second
-            .iter()
-            .map(|a| if *a == "PLAN" { plan_file } else { a })
-            .collect();
-        let apply = pair.second.contains(&"PLAN");
-        // Unpaused, one after the other: the number of calls to park, and the baseline.
-        let mut watch = setup(apply).await;
-        proxy.set(Faults::default());
-        common::azevac_at(&proxy.endpoint, pair.first, &[]);
-        let calls = proxy.requests();
-        let mut baseline = watch.forgotten(&sdk).await;
-        run_bounded(&moto, &second, "second command", &mut baseline);
-        baseline.extend(watch.recover_all_exactly(&moto, &sdk).await);
-        problems.extend(baseline.into_iter().map(|p| format!("{}: unpaused: {p}", pair.name)));
+    let second: Vec<&str> = pair
+        .second
+        .iter()
+        .map(|a| if *a == "PLAN" { plan_file } else { a })
+        .collect();
+    let apply = pair.second.contains(&"PLAN");
+    // Unpaused, one after the other: the number of calls to park, and the baseline.
+    let mut watch = setup(apply).await;
+    proxy.set(Faults::default());
+    common::azevac_at(&proxy.endpoint, pair.first, &[]);
+    let calls = proxy.requests();
+    let mut baseline = watch.forgotten(&sdk).await;
+    run_bounded(&moto, &second, "second command", &mut baseline);
+    baseline.extend(watch.recover_all_exactly(&moto, &sdk).await);
+    problems.extend(baseline.into_iter().map(|p| format!("{}: unpaused: {p}", pair.name)));
 
-        let (mut tried, mut held, mut violated) = (0, 0, 0);
-        let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
-        // Every call of the first command: the sweep stays small (12 to 14 calls a command).
-        for k in 1..=calls.len() {
-            let mut watch = setup(apply).await;
-            let hold = nth_call(&calls, k);
-            tried += 1;
-            let (reached, _, mut found) = interleave(&moto, &proxy, &sdk, &mut watch, hold, pair.first, &second).await;
-            let Some(label) = reached else {
-                eprintln!("interleave: {}: call {k} not reached", pair.name);
-                problems.extend(found.into_iter().map(|p| format!("{}: call {k}: {p}", pair.name)));
-                continue;
-            };
-            held += 1;
-            found.extend(watch.recover_all_exactly(&moto, &sdk).await);
-            if !found.is_empty() {
-                violated += 1;
-                for p in &found {
-                    *kinds.entry(kind(p)).or_default() += 1;
-                }
-                problems.extend(
-                    found
-                        .into_iter()
-                        .map(|p| format!("{}: parked at call {k} ({label}): {p}", pair.name)),
-                );
+    let (mut tried, mut held, mut violated) = (0, 0, 0);
+    let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+    // Every call of the first command: the sweep stays small (12 to 14 calls a command).
+    for k in 1..=calls.len() {
+        let mut watch = setup(apply).await;
+        let hold = nth_call(&calls, k);
+        tried += 1;
+        let (reached, _, mut found) = interleave(&moto, &proxy, &sdk, &mut watch, hold, pair.first, &second).await;
+        let Some(label) = reached else {
+            eprintln!("interleave: {}: call {k} not reached", pair.name);
+            problems.extend(found.into_iter().map(|p| format!("{}: call {k}: {p}", pair.name)));
+            continue;
+        };
+        held += 1;
+        found.extend(watch.recover_all_exactly(&moto, &sdk).await);
+        if !found.is_empty() {
+            violated += 1;
+            for p in &found {
+                *kinds.entry(kind(p)).or_default() += 1;
             }
+            problems.extend(
+                found
+                    .into_iter()
+                    .map(|p| format!("{}: parked at call {k} ({label}): {p}", pair.name)),
+            );
         }
-        eprintln!(
-            "interleave: {}: tried {tried}, held {held}, interleavings with violations {violated} {kinds:?}",
-            pair.name
-        );
-        tried_all += tried;
-        held_all += held;
     }
+    eprintln!(
+        "interleave: {}: tried {tried}, held {held}, interleavings with violations {violated} {kinds:?}",
+        pair.name
+    );
+    (tried, held, problems)
+}
+
+/// Four pairs of commands, each swept on its own estate; the pairs run side by side.
+#[test]
+fn interleaving_sweep() {
+    let pairs = vec![
+        Pair {
+            name: "evacuate az2 | recover az2",
+            first: EVACUATE_AZ2,
+            second: RECOVER_AZ2,
+        },
+        Pair {
+            name: "evacuate az2 | evacuate az3",
+            first: EVACUATE_AZ2,
+            second: EVACUATE_AZ3,
+        },
+        Pair {
+            name: "evacuate az3 | recover az2",
+            first: EVACUATE_AZ3,
+            second: RECOVER_AZ2,
+        },
+        Pair {
+            name: "evacuate az3 | apply recover-az2 plan",
+            first: EVACUATE_AZ3,
+            second: &["apply", "PLAN", "--yes"],
+        },
+    ];
+    let started = Instant::now();
+    let tallies = common::on_threads(pairs, |pair| async move { sweep_pair(&pair).await });
+    let tried_all: usize = tallies.iter().map(|t| t.0).sum();
+    let held_all: usize = tallies.iter().map(|t| t.1).sum();
+    let mut problems: Vec<String> = tallies.into_iter().flat_map(|t| t.2).collect();
     eprintln!(
         "interleave: tried {tried_all}, held {held_all} in {:?}",
         started.elapsed()

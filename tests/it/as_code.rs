@@ -2,7 +2,7 @@
 //! actions the code can call, and the CloudFormation and Terraform templates create exactly the
 //! journal table `azevac init` creates.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::Path;

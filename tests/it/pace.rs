@@ -2,7 +2,7 @@
 //! N at a time with capacity kept, and on recovery only what azevac suspended resumed. Against moto
 //! server through the counting proxy, which shows the order of the calls.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -1,10 +1,10 @@
 //! Karpenter NodePools and managed node groups end to end (issue 14): the real binary, the real
 //! `kube` client, the in-process fake API server serving NodePools as a custom resource
-//! (tests/common/kube.rs, seeded from fixtures/karpenter-nodepools.json), and moto for the AZ
+//! (tests/it/common/kube.rs, seeded from fixtures/karpenter-nodepools.json), and moto for the AZ
 //! mapping, the journal and a managed node group's Auto Scaling group. Every Kubernetes call azevac
 //! makes is checked against the ClusterRole it documents (fixtures/clusterrole.json).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

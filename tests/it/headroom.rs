@@ -1,8 +1,8 @@
 //! The headroom check before capacity moves: the real binary against moto through the test proxy
-//! (which answers ECS tasks, see tests/common/tasks.rs). Small /28 subnets (11 free IPs each, as
+//! (which answers ECS tasks, see tests/it/common/tasks.rs). Small /28 subnets (11 free IPs each, as
 //! moto and AWS count them: 16 less the 5 AWS reserves) in the zones that remain.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 

@@ -4,7 +4,7 @@
 //! the tasks are started with `RunTask` in the group `service:NAME`, as ECS names a service's tasks,
 //! and azevac checks that group.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 
@@ -38,7 +38,7 @@ fn zones(list: &[&str]) -> Vec<String> {
 }
 
 /// `count` running tasks of `service` in `subnet` of `az` (what a service's scheduler starts),
-/// answered by the proxy (see tests/common/tasks.rs).
+/// answered by the proxy (see tests/it/common/tasks.rs).
 fn run_tasks(proxy: &Proxy, service: &str, az: &str, subnet: &str, count: usize) -> Vec<String> {
     let cluster = "arn:aws:ecs:us-east-1:123456789012:cluster/prod";
     let arns: Vec<String> = (0..count)

@@ -1,10 +1,10 @@
 //! `scripts/demo` seeds the sample estate with boto3 (scripts/seed-estate.py), so that a first run
-//! builds nothing but azevac; the tests seed with the Rust SDK (tests/common/estate.rs). Both must
+//! builds nothing but azevac; the tests seed with the Rust SDK (tests/it/common/estate.rs). Both must
 //! create the same estate from the same spec: seeded into two emulators, the estates compare equal
 //! once the emulators' random IDs are replaced by what they name (NAT gateways and route tables
 //! included).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -7,7 +7,7 @@
 //! (`/apis/karpenter.sh/v1/nodepools`, cluster-scoped): merge and JSON patch only (a strategic merge
 //! patch is 415 for custom resources), and requirements validated as the CRD does (422); a cluster
 //! without the CRD answers 404 there.
-//! Like the AWS proxy (tests/common/proxy.rs), it counts and names every request and can SIGKILL a
+//! Like the AWS proxy (tests/it/common/proxy.rs), it counts and names every request and can SIGKILL a
 //! watched azevac process at the Nth one, before or after applying it.
 
 use std::collections::{BTreeMap, BTreeSet};

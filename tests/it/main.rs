@@ -1,0 +1,30 @@
+//! The integration tests, one binary: the real azevac binary against moto server (each test starts
+//! its own), the real kube client against the in-process fake API server. One binary links and
+//! compiles the shared harness once, and its tests run side by side instead of one binary at a time.
+
+mod common;
+
+mod accounts;
+mod apply;
+mod as_code;
+mod asg;
+mod bad_input;
+mod db;
+mod db_cache;
+mod demo_seed;
+mod doctor;
+mod ecs_lambda;
+mod eks;
+mod exposure;
+mod hardening;
+mod headroom;
+mod interleave;
+mod karpenter;
+mod log_format;
+mod nat;
+mod notify;
+mod pace;
+mod parsers;
+mod reliability;
+mod schema;
+mod zonal_shift;
