@@ -13,6 +13,7 @@
 //! repair, leases).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
@@ -50,6 +51,12 @@ pub const BATCH: usize = commit::TRANSACTION_ITEMS / 2;
 /// A journal item as read: a usable record, or the reason it cannot be used.
 pub type Entry = Result<Record, Error>;
 
+/// Records by type, and the items that could not be used (as problems).
+type ByType = (BTreeMap<String, Vec<Record>>, Vec<String>);
+
+/// What [`Journal::records_of_every_account`] read, by the types and AZ asked for.
+type ReadOnce = Arc<tokio::sync::Mutex<HashMap<(Vec<String>, Option<String>), ByType>>>;
+
 /// The journal table.
 #[derive(Debug, Clone)]
 pub struct Journal {
@@ -59,6 +66,11 @@ pub struct Journal {
     /// Whose records a recover plans from (`None`: every record); one table serves every account,
     /// as the ARNs in its keys name theirs.
     owner: Option<Owner>,
+    /// The records this handle (and every [`Journal::for_owner`] of it) has read for planning: one
+    /// table serves every account, so a recover across N accounts reads it once and gives each
+    /// account's part its own records, instead of N reads of every record. Planning is the only
+    /// reader; the changes themselves read each record again under its lock.
+    read: ReadOnce,
 }
 
 /// The account a run's part acts in, for the journal: its records are those stamped with it, and,
@@ -89,6 +101,7 @@ impl Journal {
             table: table.to_owned(),
             region: crate::aws::region_of(config),
             owner: None,
+            read: ReadOnce::default(),
         }
     }
 
@@ -178,7 +191,20 @@ impl Journal {
         &self,
         types: &[&str],
         az_id: Option<&str>,
-    ) -> Result<(BTreeMap<String, Vec<Record>>, Vec<String>)> {
+    ) -> Result<ByType> {
+        let key = (types.iter().map(|t| t.to_string()).collect(), az_id.map(str::to_owned));
+        // Held across the read: the parts of a run that ask at once wait for the first one's read.
+        let mut read = self.read.lock().await;
+        if let Some(found) = read.get(&key) {
+            return Ok(found.clone());
+        }
+        let found = self.read_records(types, az_id).await?;
+        read.insert(key, found.clone());
+        Ok(found)
+    }
+
+    /// Read the records of `types` (in one AZ, or every AZ) from the table.
+    async fn read_records(&self, types: &[&str], az_id: Option<&str>) -> Result<ByType> {
         let mut entries = Vec::new();
         match az_id {
             Some(az) => entries.extend(self.in_zone(az).await?),
