@@ -396,14 +396,10 @@ async fn issue_15_each_step_waits_for_the_group_and_failback_runs_the_sequence_i
     assert_eq!(settings(&cache, "guarded").await, on());
 
     proxy.cache(|c| c.modifying_for = 0);
-    proxy.set(Faults::default());
-    let back = azevac_at(&proxy.endpoint, FAILBACK, &[]).expect_code(0).json();
-    let guarded = line(&back, "guarded");
-    assert_eq!(guarded["status"], "done", "{guarded}");
-    assert_eq!(
-        guarded["reason"],
+    fail_back_guarded(
+        &proxy,
         "turn off Multi-AZ/automatic failover, fail over primary guarded-002 (use1-az4) -> guarded-001 (use1-az2), \
-         turn them back on"
+         turn them back on",
     );
     assert_eq!(
         modifications(&proxy, "guarded"),
@@ -416,6 +412,15 @@ async fn issue_15_each_step_waits_for_the_group_and_failback_runs_the_sequence_i
     proxy.set(Faults::default());
     azevac_at(&proxy.endpoint, FAILBACK, &[]).expect_code(0);
     assert!(modifications(&proxy, "guarded").is_empty(), "nothing to do");
+}
+
+/// `recover --failback` (calls counted afresh): the `guarded` line is done, for this reason.
+fn fail_back_guarded(proxy: &Proxy, reason: &str) {
+    proxy.set(Faults::default());
+    let back = azevac_at(&proxy.endpoint, FAILBACK, &[]).expect_code(0).json();
+    let guarded = line(&back, "guarded");
+    assert_eq!(guarded["status"], "done", "{guarded}");
+    assert_eq!(guarded["reason"], reason);
 }
 
 /// The `ModifyReplicationGroup` call numbers of an unkilled run.
@@ -565,4 +570,38 @@ async fn issue_15_a_kill_around_the_promotion_loses_nothing() {
         );
         assert!(journal_items(&sdk).await.is_empty());
     }
+}
+
+/// `recover --failback` killed right after turning automatic failover off (step 1 of the reverse
+/// sequence): the record still says it was on, and the next `recover --failback` promotes the
+/// original and turns it back on.
+#[tokio::test]
+async fn issue_15_a_failback_killed_half_way_is_finished_by_the_next_recover() {
+    let (_moto, proxy, cache, sdk) = start().await;
+    let evacuate = evacuate_only("guarded");
+    azevac_at(&proxy.endpoint, &evacuate, &[]).expect_code(0);
+    // The call numbers of an unkilled failback; then the same estate again, killed at its first.
+    let at = modify_call_numbers(&proxy, FAILBACK)[0];
+    assert_eq!(primary(&proxy, "guarded").as_deref(), Some("guarded-001"));
+    azevac_at(&proxy.endpoint, &evacuate, &[]).expect_code(0);
+    assert_eq!(primary(&proxy, "guarded").as_deref(), Some("guarded-002"));
+    proxy.set(Faults {
+        kill_at: Some((at, KillWhen::AfterForward)),
+        ..Faults::default()
+    });
+    assert_eq!(run_watched(&proxy, FAILBACK), None, "killed after turning them off");
+    assert_eq!(settings(&cache, "guarded").await, off());
+    assert_eq!(attr_list(&journal_items(&sdk).await[0], "actions"), GUARDED_MARKERS);
+
+    fail_back_guarded(
+        &proxy,
+        "fail over primary guarded-002 (use1-az4) -> guarded-001 (use1-az2), turn Multi-AZ/automatic failover back on",
+    );
+    assert_eq!(
+        modifications(&proxy, "guarded"),
+        ["PrimaryClusterId=guarded-001", TURN_ON]
+    );
+    assert_eq!(primary(&proxy, "guarded").as_deref(), Some("guarded-001"));
+    assert_eq!(settings(&cache, "guarded").await, on());
+    assert!(journal_items(&sdk).await.is_empty());
 }
