@@ -349,7 +349,7 @@ async fn issue_15_a_refused_promotion_turns_automatic_failover_back_on() {
     let why = reason(line_of);
     assert!(
         why.contains("promoting guarded-002 to primary failed")
-            && why.contains("Multi-AZ/automatic failover turned back on")
+            && why.contains("turning Multi-AZ/automatic failover back on (requested, not waited for")
             && why.contains("InvalidCacheClusterState")
             && why.contains("journal record kept"),
         "{why}"

@@ -232,6 +232,12 @@ pub enum Decision {
     Move(Failover),
     /// In the zone, but left alone, with why.
     Skip(String),
+    /// No promotion can be planned, but azevac turned the group's automatic failover off and it is
+    /// still off: turn it back on, the primary staying where it is; with why it cannot move.
+    Restore(Failover, String),
+    /// azevac turned the group's automatic failover off, it is still off, and nothing can be done
+    /// now: the line fails (exit 1), with why, rather than a skip that hides it.
+    Fail(String),
 }
 
 /// How big an instance class is, for choosing between readers of the same tier (bigger first).
@@ -275,15 +281,48 @@ pub fn decide(db: &Database, az_id: &str, journalled: FailoverSettings) -> Decis
     if let Kind::CacheShards(shards) = &db.kind {
         return cache::decide_shards(shards, az_id);
     }
+    let unfinished = !db.failover_settings.covers(journalled);
+    // What azevac turned off and is still off goes back on even when the primary cannot move
+    // (it stays in the zone): a group is never left unprotected by azevac; when not even that can
+    // be done now, the line fails and says so.
+    let restore = |why: String| {
+        if db.status != "available" {
+            return Decision::Fail(format!(
+                "{} is off (azevac turned {} off) and {} is {}, so it cannot be turned back on now ({why}); run again once it is available",
+                journalled.words(),
+                journalled.them(),
+                db.id,
+                db.status
+            ));
+        }
+        let (now, now_az) = db.writer_az();
+        Decision::Restore(
+            Failover {
+                id: db.id.clone(),
+                cluster: false,
+                from: now.to_owned(),
+                from_az: now_az.to_owned(),
+                to: now.to_owned(),
+                to_az: now_az.to_owned(),
+                cache: true,
+                turn_off: FailoverSettings::default(),
+                turn_on: db.failover_settings.union(journalled),
+            },
+            why,
+        )
+    };
     // No writer reported (a failover under way, a headless cluster): not "already evacuated".
     let Some(writer) = db.writer() else {
-        return Decision::Skip(format!(
+        let why = format!(
             "{} reports no writer/primary now (status {}): run again once it does",
             db.id, db.status
-        ));
+        );
+        return match unfinished {
+            true => restore(why),
+            false => Decision::Skip(why),
+        };
     };
     let in_zone = writer.az_id.as_deref() == Some(az_id);
-    let unfinished = !db.failover_settings.covers(journalled);
     if !in_zone && !unfinished {
         return Decision::Elsewhere;
     }
@@ -292,14 +331,14 @@ pub fn decide(db: &Database, az_id: &str, journalled: FailoverSettings) -> Decis
     }
     if db.status != "available" {
         let step = if in_zone { "a failover" } else { "turning it back on" };
-        let off = match unfinished {
-            true => format!(" ({} is off: azevac turned it off)", journalled.words()),
-            false => String::new(),
-        };
-        return Decision::Skip(format!(
-            "{} is {}{off}; {step} needs it available: run again once it is",
+        let why = format!(
+            "{} is {}; {step} needs it available: run again once it is",
             db.id, db.status
-        ));
+        );
+        return match unfinished {
+            true => restore(why),
+            false => Decision::Skip(why),
+        };
     }
     let failover = |to: &str, to_az: &str| Failover {
         id: db.id.clone(),
@@ -338,9 +377,11 @@ pub fn decide(db: &Database, az_id: &str, journalled: FailoverSettings) -> Decis
                 } else {
                     format!("{reader_word}s: {}", readers.join(", "))
                 };
-                Decision::Skip(format!(
-                    "no available {reader_word} outside {az_id} to fail over to ({readers})"
-                ))
+                let why = format!("no available {reader_word} outside {az_id} to fail over to ({readers})");
+                match unfinished {
+                    true => restore(why),
+                    false => Decision::Skip(why),
+                }
             }
         },
         Kind::SingleAz => Decision::Skip(NOT_MOVABLE.to_owned()),
@@ -360,6 +401,11 @@ pub fn journalled_writer(record: &Record) -> Option<(&str, &str)> {
         .iter()
         .find_map(|a| a.strip_prefix(WRITER).or_else(|| a.strip_prefix(PRIMARY)))
         .and_then(|w| w.split_once('@'))
+}
+
+/// The reason of a line that only turns settings back on, the primary staying where it is.
+fn restore_words(failover: &Failover, why: &str) -> String {
+    format!("{}; the primary cannot leave the zone now: {why}", failover.describe())
 }
 
 fn skip(item: &mut Item, reason: String) {
@@ -385,7 +431,12 @@ pub fn exposed(databases: &[Database], az_id: &str) -> Vec<super::Finding> {
                     found.notes.push(failover.describe());
                     found
                 }
-                Decision::Skip(why) => found.not_movable(why),
+                Decision::Skip(why) | Decision::Fail(why) => found.not_movable(why),
+                Decision::Restore(failover, why) => {
+                    let mut found = found.not_movable(why);
+                    found.notes.push(failover.describe());
+                    found
+                }
                 Decision::Elsewhere => found,
             })
         })
@@ -418,7 +469,15 @@ pub fn evacuation(
             record: record.cloned(),
             ..Item::new(TYPE, &db.arn, &db.id, az_id)
         };
-        if let Some(why) = Filters::rejects(filters, &target) {
+        if let Some(mut why) = Filters::rejects(filters, &target) {
+            let journalled = FailoverSettings::journalled(record);
+            if !db.failover_settings.covers(journalled) {
+                why.push_str(&format!(
+                    "; note: azevac's earlier run left {} off (the journal record says so): run without the filter to turn {} back on",
+                    journalled.words(),
+                    journalled.them()
+                ));
+            }
             skip(&mut item, why);
             items.push(item);
             continue;
@@ -430,9 +489,18 @@ pub fn evacuation(
                 skip(&mut item, format!("{ALREADY_EVACUATED}: {role} {writer} in {az}"));
             }
             Decision::Skip(why) => skip(&mut item, why),
+            Decision::Fail(why) => {
+                item.fail(why);
+                item.actions = Some(Vec::new());
+            }
             Decision::Move(failover) => {
                 item.actions = Some(failover.actions());
                 item.reason = Some(failover.describe());
+                target.set_detail(&failover);
+            }
+            Decision::Restore(failover, why) => {
+                item.actions = Some(failover.actions());
+                item.reason = Some(restore_words(&failover, &why));
                 target.set_detail(&failover);
             }
         }
@@ -600,6 +668,54 @@ fn fails_back(item: &Item) -> bool {
         .is_some_and(|t| t.detail_as::<Failover>().is_ok_and(|f| !f.restores_only()))
 }
 
+/// What a replication group's failover does, decided from the act's fresh read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheSteps {
+    /// What is turned off before the promotion (what is on now).
+    pub turn_off: FailoverSettings,
+    /// Whether the target is promoted.
+    pub promote: bool,
+    /// What is on at the end: what was on at this read, and what the line says was on before
+    /// azevac turned it off. Also what a failure after the turn-off turns back on.
+    pub turn_on: FailoverSettings,
+}
+
+/// The steps of `failover` given the group as read at the act (pure), or why the line fails with
+/// nothing changed. A line that only turns settings back on never promotes, wherever the primary
+/// is now. A promotion turns off only what the line planned to (and so journalled): anything on
+/// that it did not plan for means the group changed since the plan.
+pub fn cache_steps(failover: &Failover, db: &Database) -> Result<CacheSteps, String> {
+    let on = db.failover_settings;
+    let turn_on = on.union(failover.turn_on);
+    let promote = !failover.restores_only() && db.writer().is_none_or(|w| w.id != failover.to);
+    if !promote {
+        if turn_on != on && db.status != "available" {
+            return Err(format!(
+                "{} is {}: turning {} back on needs it available; nothing changed — run again once it is",
+                db.id,
+                db.status,
+                turn_on.words()
+            ));
+        }
+        return Ok(CacheSteps {
+            turn_off: FailoverSettings::default(),
+            promote: false,
+            turn_on,
+        });
+    }
+    if !failover.turn_off.covers(on) {
+        return Err(format!(
+            "changed since the plan ({} is now on); nothing changed — run again",
+            on.words()
+        ));
+    }
+    Ok(CacheSteps {
+        turn_off: on,
+        promote: true,
+        turn_on,
+    })
+}
+
 /// Database failovers as a plugin.
 pub struct Databases {
     rds: Rds,
@@ -739,7 +855,15 @@ impl Plugin for Databases {
                         format!("{role} {writer} is already in {az}: nothing to change any more"),
                     );
                 }
+                Decision::Restore(failover, why) => {
+                    line.actions = Some(failover.actions());
+                    line.reason = Some(restore_words(&failover, &why));
+                    if let Some(target) = line.target.as_mut() {
+                        target.set_detail(&failover);
+                    }
+                }
                 Decision::Skip(why) => skip(line, why),
+                Decision::Fail(why) => line.fail(why),
             }
         }
         Ok(())
@@ -810,11 +934,12 @@ impl Databases {
         })
     }
 
-    /// A replication group's failover, each step decided from a fresh read, so that the next run
-    /// finishes what a killed one started: turn automatic failover (and Multi-AZ) off if it is on
-    /// (ElastiCache refuses a chosen promotion while it is), promote the target unless it is the
-    /// primary already, turn back on what the line says was on. A failed promotion turns it back
-    /// on before the error is returned: a group is never left without it because azevac failed.
+    /// A replication group's failover, each step decided from a fresh read by [`cache_steps`], so
+    /// that the next run finishes what a killed one started: turn automatic failover (and Multi-AZ)
+    /// off if it is on (ElastiCache refuses a chosen promotion while it is), promote the target
+    /// unless it is the primary already (a line that only turns settings back on never promotes),
+    /// turn back on what was on. Any failure after the turn-off tries to turn them back on at once
+    /// and says so in the error; the journal record keeps its markers either way.
     async fn cache_sequence(&self, line: &Item, failover: &Failover, zones: &Zones) -> Result<Acted> {
         let Some(mut db) = self.read_one(zones, &line.resource, true).await? else {
             return Err(Error::NotSettled {
@@ -822,21 +947,29 @@ impl Databases {
                 why: "no longer in DescribeReplicationGroups; nothing changed".into(),
             });
         };
+        let steps = cache_steps(failover, &db).map_err(|why| Error::NotSettled {
+            resource: failover.id.clone(),
+            why,
+        })?;
         let mut shown = Vec::new();
-        let promoted_already = db.writer().is_some_and(|w| w.id == failover.to);
-        if !promoted_already {
-            let on = db.failover_settings;
-            if on.any() {
+        if steps.turn_off.any() {
+            let turned_off = async {
                 self.cache
                     .set_failover(&failover.id, FailoverSettings::default())
                     .await?;
-                let off = format!("{} to be off", on.words());
+                let off = format!("{} to be off", steps.turn_off.words());
                 self.wait_until(zones, line, failover, &off, |d| {
                     d.status == "available" && !d.failover_settings.any()
                 })
-                .await?;
-                shown.push(format!("{} off", on.words()));
+                .await
+            };
+            if let Err(e) = turned_off.await {
+                let step = format!("turning {} off", steps.turn_off.words());
+                return Err(self.turn_back_on(failover, steps.turn_on, step, e).await);
             }
+            shown.push(format!("{} off", steps.turn_off.words()));
+        }
+        if steps.promote {
             let promoted = async {
                 self.cache.start(failover).await?;
                 self.wait_until(zones, line, failover, &failover.arrival(), |d| failover.arrived(d))
@@ -844,18 +977,38 @@ impl Databases {
             };
             db = match promoted.await {
                 Ok(db) => db,
-                Err(e) => return Err(self.turn_back_on(failover, e).await),
+                Err(e) => {
+                    let step = format!("promoting {} to primary", failover.to);
+                    return Err(self.turn_back_on(failover, steps.turn_on, step, e).await);
+                }
             };
             shown.push(failover.arrived_words());
+        } else if failover.restores_only() {
+            let (now, now_az) = db.writer_az();
+            shown.push(format!("primary {now} stays in {now_az}"));
         }
-        let want = db.failover_settings.union(failover.turn_on);
+        let want = db.failover_settings.union(steps.turn_on);
         if want != db.failover_settings {
-            self.cache.set_failover(&failover.id, want).await?;
-            let on = format!("{} to be on", want.words());
-            self.wait_until(zones, line, failover, &on, |d| {
-                d.status == "available" && d.failover_settings.covers(want)
-            })
-            .await?;
+            let turned_on = async {
+                self.cache.set_failover(&failover.id, want).await?;
+                let on = format!("{} to be on", want.words());
+                self.wait_until(zones, line, failover, &on, |d| {
+                    d.status == "available" && d.failover_settings.covers(want)
+                })
+                .await
+            };
+            if let Err(e) = turned_on.await {
+                return Err(Error::StepFailed {
+                    step: format!("turning {} back on", want.words()),
+                    undone: format!(
+                        "{} may still be off: the journal record says azevac turned {} off, and the next evacuate or recover turns {} on",
+                        want.words(),
+                        want.them(),
+                        want.them()
+                    ),
+                    source: Box::new(e),
+                });
+            }
             shown.push(format!("{} back on", want.words()));
         }
         Ok(Acted {
@@ -864,23 +1017,28 @@ impl Databases {
         })
     }
 
-    /// After a failed promotion: turn back on what azevac turned off, and say so in the error. Best
-    /// effort: the journal record keeps saying it was on, so the next run turns it on if this fails.
-    async fn turn_back_on(&self, failover: &Failover, failed: Error) -> Error {
-        let on = failover.turn_on;
+    /// After a failed step that followed the turn-off: request the turn-on of `on` at once (best
+    /// effort; not waited for), and say so in the error. The journal record keeps saying azevac
+    /// turned them off, so the next run turns them on if this does not.
+    async fn turn_back_on(&self, failover: &Failover, on: FailoverSettings, step: String, failed: Error) -> Error {
         if !on.any() {
             return failed;
         }
         let undone = match self.cache.set_failover(&failover.id, on).await {
-            Ok(()) => format!("{} turned back on", on.words()),
+            Ok(()) => format!(
+                "turning {} back on (requested, not waited for; the next evacuate or recover checks it)",
+                on.words()
+            ),
             Err(e) => format!(
-                "{} is still off ({}): the journal record says it was on, and the next run turns it back on",
+                "{} is still off ({}): the journal record says azevac turned {} off, and the next evacuate or recover turns {} back on",
                 on.words(),
-                crate::error::describe(&e)
+                crate::error::describe(&e),
+                on.them(),
+                on.them()
             ),
         };
         Error::StepFailed {
-            step: format!("promoting {} to primary", failover.to),
+            step,
             undone,
             source: Box::new(failed),
         }
@@ -1539,7 +1697,8 @@ mod tests {
         let mut busy = guarded("s-002", OFF);
         busy.status = "modifying".into();
         let items = evacuation(&[busy], "use1-az2", &records, &Filters::default());
-        assert_eq!(items[0].status, Status::Skipped);
+        // Settings azevac left off are never a silent skip (review B3): the line fails.
+        assert_eq!(items[0].status, Status::Failed);
         assert!(
             items[0]
                 .reason
@@ -1798,5 +1957,136 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    fn guarded_failover(from: &str, to: &str, turn_off: FailoverSettings, turn_on: FailoverSettings) -> Failover {
+        let az = |id: &str| if id == "s-001" { "use1-az2" } else { "use1-az4" };
+        Failover {
+            id: "orders".into(),
+            cluster: false,
+            from: from.into(),
+            from_az: az(from).into(),
+            to: to.into(),
+            to_az: az(to).into(),
+            cache: true,
+            turn_off,
+            turn_on,
+        }
+    }
+
+    #[test]
+    fn review_b1_a_promotion_never_turns_off_what_it_did_not_plan_to() {
+        // A failback planned while everything was off; the operator turned both on since.
+        let planned_off = guarded_failover("s-002", "s-001", OFF, OFF);
+        let why = cache_steps(&planned_off, &guarded("s-002", BOTH)).expect_err("must not act");
+        assert!(
+            why.contains("changed since the plan (Multi-AZ/automatic failover is now on); nothing changed"),
+            "{why}"
+        );
+        // Planned as on: turned off, promoted, and what was on at the act read goes back on, even
+        // when the line's own turn_on says less.
+        let planned_on = guarded_failover("s-002", "s-001", BOTH, OFF);
+        assert_eq!(
+            cache_steps(&planned_on, &guarded("s-002", BOTH)),
+            Ok(CacheSteps {
+                turn_off: BOTH,
+                promote: true,
+                turn_on: BOTH
+            })
+        );
+        // Only automatic failover planned, Multi-AZ turned on since: refused too.
+        let af = FailoverSettings {
+            automatic_failover: true,
+            multi_az: false,
+        };
+        let planned_af = guarded_failover("s-002", "s-001", af, af);
+        assert!(cache_steps(&planned_af, &guarded("s-002", BOTH)).is_err());
+        assert_eq!(
+            cache_steps(&planned_af, &guarded("s-002", af)).map(|s| (s.turn_off, s.turn_on)),
+            Ok((af, af))
+        );
+    }
+
+    #[test]
+    fn review_b2_a_restores_only_line_never_promotes() {
+        let restore = guarded_failover("s-001", "s-001", OFF, BOTH);
+        let only_on = Ok(CacheSteps {
+            turn_off: OFF,
+            promote: false,
+            turn_on: BOTH,
+        });
+        // The operator promoted s-002 by hand since the plan: it stays the primary.
+        assert_eq!(cache_steps(&restore, &guarded("s-002", OFF)), only_on);
+        assert_eq!(cache_steps(&restore, &guarded("s-001", OFF)), only_on);
+        // No primary reported: never `PrimaryClusterId=none`.
+        let mut headless = guarded("s-001", OFF);
+        headless.members.iter_mut().for_each(|m| m.writer = false);
+        assert_eq!(cache_steps(&restore, &headless), only_on);
+        // Not available: nothing called.
+        let mut busy = guarded("s-002", OFF);
+        busy.status = "modifying".into();
+        assert!(cache_steps(&restore, &busy).is_err_and(|why| why.contains("modifying")));
+    }
+
+    const MARKED: [&str; 3] = [
+        "primary:s-001@use1-az2",
+        "turned-off:automatic-failover",
+        "turned-off:multi-az",
+    ];
+
+    #[test]
+    fn review_b3_settings_azevac_left_off_go_back_on_when_the_primary_cannot_move() {
+        let records = BTreeMap::from([(ARN.to_string(), record(&MARKED))]);
+        // Killed after step 1; now the replica outside the zone is not available.
+        let mut stuck = guarded("s-001", OFF);
+        stuck.members[1].status = "rebooting".into();
+        let (item, failover) = planned(&stuck, &records);
+        assert!(failover.restores_only() && failover.to == "s-001", "{failover:?}");
+        assert_eq!((failover.turn_off, failover.turn_on), (OFF, BOTH));
+        let reason = item.reason.as_deref().unwrap_or_default();
+        assert!(
+            reason.starts_with("turn Multi-AZ/automatic failover back on")
+                && reason.contains("no available replica outside use1-az2"),
+            "{reason}"
+        );
+        // No primary reported: turned back on too.
+        let mut headless = guarded("s-001", OFF);
+        headless.members.iter_mut().for_each(|m| m.writer = false);
+        let (item, failover) = planned(&headless, &records);
+        assert!(failover.restores_only(), "{failover:?}");
+        assert!(item
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("reports no writer/primary"));
+        // Not available: the line fails (exit 1), saying the settings are off.
+        let mut busy = guarded("s-001", OFF);
+        busy.status = "modifying".into();
+        let items = evacuation(std::slice::from_ref(&busy), "use1-az2", &records, &Filters::default());
+        assert_eq!(items[0].status, Status::Failed, "{:?}", items[0].reason);
+        assert!(items[0]
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("Multi-AZ/automatic failover is off (azevac turned them off)"));
+        assert!(matches!(decide(&busy, "use1-az2", BOTH), Decision::Fail(_)));
+        // Filtered out: still a skip, which says what azevac left off.
+        let filters = Filters {
+            name_prefix: Some("other".into()),
+            ..Filters::default()
+        };
+        let items = evacuation(std::slice::from_ref(&stuck), "use1-az2", &records, &filters);
+        assert_eq!(items[0].status, Status::Skipped);
+        assert!(
+            items[0]
+                .reason
+                .as_deref()
+                .unwrap_or_default()
+                .contains("azevac's earlier run left Multi-AZ/automatic failover off"),
+            "{:?}",
+            items[0].reason
+        );
+        // Without markers nothing changes: a skip.
+        assert!(matches!(decide(&stuck, "use1-az2", OFF), Decision::Skip(_)));
     }
 }
