@@ -149,6 +149,23 @@ pub struct Failover {
 }
 
 impl Failover {
+    /// The line that only turns back on what azevac turned off (`journalled`) and what is on now,
+    /// the primary staying wherever it is.
+    fn restoring(db: &Database, journalled: FailoverSettings) -> Failover {
+        let (now, now_az) = db.writer_az();
+        Failover {
+            id: db.id.clone(),
+            cluster: false,
+            from: now.to_owned(),
+            from_az: now_az.to_owned(),
+            to: now.to_owned(),
+            to_az: now_az.to_owned(),
+            cache: true,
+            turn_off: FailoverSettings::default(),
+            turn_on: db.failover_settings.union(journalled),
+        }
+    }
+
     /// A replication group whose primary is already where it should be, with only its automatic
     /// failover to turn on again (a run killed after the promotion).
     fn restores_only(&self) -> bool {
@@ -295,21 +312,7 @@ pub fn decide(db: &Database, az_id: &str, journalled: FailoverSettings) -> Decis
                 db.status
             ));
         }
-        let (now, now_az) = db.writer_az();
-        Decision::Restore(
-            Failover {
-                id: db.id.clone(),
-                cluster: false,
-                from: now.to_owned(),
-                from_az: now_az.to_owned(),
-                to: now.to_owned(),
-                to_az: now_az.to_owned(),
-                cache: true,
-                turn_off: FailoverSettings::default(),
-                turn_on: db.failover_settings.union(journalled),
-            },
-            why,
-        )
+        Decision::Restore(Failover::restoring(db, journalled), why)
     };
     // No writer reported (a failover under way, a headless cluster): not "already evacuated".
     let Some(writer) = db.writer() else {
@@ -562,17 +565,7 @@ pub fn recovery(record: &Record, db: Option<&Database>, failback: bool, forget_m
             );
             return true;
         }
-        let failover = Failover {
-            id: db.id.clone(),
-            cluster: false,
-            from: now.to_owned(),
-            from_az: now_az.to_owned(),
-            to: now.to_owned(),
-            to_az: now_az.to_owned(),
-            cache: true,
-            turn_off: FailoverSettings::default(),
-            turn_on: db.failover_settings.union(journalled),
-        };
+        let failover = Failover::restoring(db, journalled);
         item.actions = Some(vec![format!("turn {} back on", on.words())]);
         plan_failover(item, db, &failover, format!("{why}{}; {stays}", failover.describe()));
         true
