@@ -205,6 +205,18 @@ pub enum Error {
         why: String,
     },
 
+    /// One step of a sequence failed, and what the steps before it did was undone (or not: said).
+    #[error("{step} failed; {undone}")]
+    StepFailed {
+        /// The step, in the operator's words.
+        step: String,
+        /// What was done about the steps before it.
+        undone: String,
+        /// Why the step failed.
+        #[source]
+        source: Box<Error>,
+    },
+
     /// A journal item that is missing fields or has the wrong types (written by hand, or damaged).
     #[error("journal item {az_id}/{resource} is malformed ({why}); left untouched, fix or delete it by hand")]
     BadRecord {

@@ -187,11 +187,7 @@ impl Journal {
 
     /// [`Journal::records`] of every account: which accounts hold records, and which zones are
     /// still evacuated (an AZ ID is one physical zone in every account).
-    pub async fn records_of_every_account(
-        &self,
-        types: &[&str],
-        az_id: Option<&str>,
-    ) -> Result<ByType> {
+    pub async fn records_of_every_account(&self, types: &[&str], az_id: Option<&str>) -> Result<ByType> {
         let key = (types.iter().map(|t| t.to_string()).collect(), az_id.map(str::to_owned));
         // Held across the read: the parts of a run that ask at once wait for the first one's read.
         let mut read = self.read.lock().await;

@@ -1,27 +1,103 @@
 //! ElastiCache (Redis OSS / Valkey) replication groups as databases of the `db` type: a primary
 //! node in an impaired zone takes every write there. Cluster mode disabled: the replica chosen
 //! outside the zone is promoted (`ModifyReplicationGroup` `PrimaryClusterId`, `ApplyImmediately`),
-//! never `TestFailover`. Cluster mode enabled: listed as not movable, with why (see [`SHARDS_NOT_MOVABLE`]).
+//! never `TestFailover`. ElastiCache refuses that promotion while automatic failover is on, so a
+//! group with it on is moved in three steps (turn it off, promote, turn back on what was on), and
+//! the journal says what azevac turned off ([`FailoverSettings::actions`]) until it is on again.
+//! Cluster mode enabled: listed as not movable, with why (see [`SHARDS_NOT_MOVABLE`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use aws_sdk_elasticache::types::{AutomaticFailoverStatus, MultiAzStatus, ReplicationGroup};
+use serde::{Deserialize, Serialize};
 
 use super::{Database, Decision, Failover, Kind, Member};
+use crate::model::Record;
 use crate::topology::Zones;
 use crate::{Error, Result};
 
-/// Why a group with Multi-AZ / automatic failover on is left alone (AWS refuses the promotion).
-pub const PROMOTION_BLOCKED: &str = "Multi-AZ with automatic failover is on, and ElastiCache refuses to \
-     promote a replica then: turn it off (modify-replication-group --no-automatic-failover-enabled \
-     --no-multi-az-enabled --apply-immediately), run azevac again, then turn it back on";
+/// The journal action saying azevac turned a group's automatic failover off: `turned-off:<setting>`.
+const TURNED_OFF: &str = "turned-off:";
+/// The setting names after [`TURNED_OFF`].
+const AUTOMATIC_FAILOVER: &str = "automatic-failover";
+const MULTI_AZ: &str = "multi-az";
 /// Why the shards of a cluster-mode-enabled group are not moved: the control plane reports no
 /// shard's primary, and its only per-shard failover lets the service choose the replica.
 pub const SHARDS_NOT_MOVABLE: &str = "cluster mode enabled: ElastiCache reports no shard's primary \
      (CurrentRole is only for cluster mode disabled) and cannot promote a chosen replica of a shard \
      (PrimaryClusterId is for cluster mode disabled); TestFailover picks the replica itself (possibly \
      in this zone), is limited per day and may be blocked during large events; azevac does not use it";
+
+/// A replication group's automatic failover and Multi-AZ: which are on now (as ElastiCache reports
+/// them, `enabling` counting as on), or which azevac turned off (as the journal says). They differ:
+/// automatic failover may be on with Multi-AZ off, never the other way round.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailoverSettings {
+    /// `AutomaticFailoverEnabled`.
+    pub automatic_failover: bool,
+    /// `MultiAZEnabled`.
+    pub multi_az: bool,
+}
+
+impl FailoverSettings {
+    /// Whether either is on.
+    pub fn any(self) -> bool {
+        self.automatic_failover || self.multi_az
+    }
+
+    /// Whether everything `other` has on is on here too.
+    pub fn covers(self, other: FailoverSettings) -> bool {
+        (self.automatic_failover || !other.automatic_failover) && (self.multi_az || !other.multi_az)
+    }
+
+    /// What is on in either.
+    pub fn union(self, other: FailoverSettings) -> FailoverSettings {
+        FailoverSettings {
+            automatic_failover: self.automatic_failover || other.automatic_failover,
+            multi_az: self.multi_az || other.multi_az,
+        }
+    }
+
+    /// In the operator's words (`Multi-AZ/automatic failover`).
+    pub fn words(self) -> &'static str {
+        match (self.multi_az, self.automatic_failover) {
+            (true, true) => "Multi-AZ/automatic failover",
+            (true, false) => "Multi-AZ",
+            (false, _) => "automatic failover",
+        }
+    }
+
+    /// `them` for both, `it` for one.
+    pub fn them(self) -> &'static str {
+        if self.multi_az && self.automatic_failover {
+            "them"
+        } else {
+            "it"
+        }
+    }
+
+    /// The journal actions saying azevac turned these off (`turned-off:automatic-failover`,
+    /// `turned-off:multi-az`): written ahead of turning them off, and kept (the journal joins a
+    /// re-run's actions to the record's), so any later run knows to turn them on again.
+    pub fn actions(self) -> Vec<String> {
+        [(self.automatic_failover, AUTOMATIC_FAILOVER), (self.multi_az, MULTI_AZ)]
+            .into_iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, name)| format!("{TURNED_OFF}{name}"))
+            .collect()
+    }
+
+    /// What a record says azevac turned off (nothing without a record).
+    pub fn journalled(record: Option<&Record>) -> FailoverSettings {
+        let turned_off =
+            |name: &str| record.is_some_and(|r| r.actions.iter().any(|a| a.strip_prefix(TURNED_OFF) == Some(name)));
+        FailoverSettings {
+            automatic_failover: turned_off(AUTOMATIC_FAILOVER),
+            multi_az: turned_off(MULTI_AZ),
+        }
+    }
+}
 
 /// Whether an ARN is an ElastiCache resource's (`arn:aws:elasticache:...`).
 pub fn is_cache_arn(arn: &str) -> bool {
@@ -119,15 +195,17 @@ pub fn assemble(
                     })
                     .collect()
             };
-            // AWS refuses a manual promotion while Multi-AZ with automatic failover is on: the
-            // operator turns it off, promotes, turns it on again (azevac does not do that for them).
-            let failover_on = matches!(
-                g.automatic_failover(),
-                Some(AutomaticFailoverStatus::Enabled | AutomaticFailoverStatus::Enabling)
-            ) || matches!(g.multi_az(), Some(MultiAzStatus::Enabled));
-            let promotion_blocked = failover_on.then(|| PROMOTION_BLOCKED.to_owned());
+            // `enabling` counts as on: what is on its way back needs no turning on, and a group
+            // in the middle of it is `modifying`, which no step starts from.
+            let failover_settings = FailoverSettings {
+                automatic_failover: matches!(
+                    g.automatic_failover(),
+                    Some(AutomaticFailoverStatus::Enabled | AutomaticFailoverStatus::Enabling)
+                ),
+                multi_az: matches!(g.multi_az(), Some(MultiAzStatus::Enabled)),
+            };
             Database {
-                promotion_blocked,
+                failover_settings,
                 tags: tags.get(&arn).cloned().unwrap_or_default(),
                 arn,
                 id: g.replication_group_id().unwrap_or_default().to_owned(),
@@ -190,6 +268,21 @@ impl ElastiCache {
             tags.insert(arn.to_owned(), pairs);
         }
         Ok(assemble(&groups, &tags, zones))
+    }
+
+    /// Turn automatic failover and Multi-AZ on or off as `to` says, at once (one call: ElastiCache
+    /// refuses automatic failover off while Multi-AZ stays on).
+    pub async fn set_failover(&self, id: &str, to: FailoverSettings) -> Result<()> {
+        self.client
+            .modify_replication_group()
+            .replication_group_id(id)
+            .automatic_failover_enabled(to.automatic_failover)
+            .multi_az_enabled(to.multi_az)
+            .apply_immediately(true)
+            .send()
+            .await
+            .map_err(|e| Error::from_sdk("elasticache:ModifyReplicationGroup", e))?;
+        Ok(())
     }
 
     /// Promote the failover's target to primary, at once.
