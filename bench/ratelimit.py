@@ -5,7 +5,9 @@ A proxy in front of moto (through scripts/moto_server.py) adds a latency drawn p
 empty is answered with that service's own throttling error (EC2 RequestLimitExceeded, Auto Scaling Throttling,
 ECS/DynamoDB ThrottlingException, Lambda TooManyRequestsException) and never reaches moto. It then runs
 evacuate and recover of a mixed estate for each retry mode x pacing variant, and reports wall time against the
-bound (for each service, calls / its sustained rate; the largest), and the throttled answers.
+bound (for each bucket, its accepted calls beyond the burst / its sustained rate; the largest), and the throttled
+answers. Calls and throttles are counted per bucket key: SERVICE:Action when that action has a bucket of its own
+(lambda:GetFunction), else SERVICE. bench.py's row 4 uses ModelProxy, bound() and matched_pacing() from here.
 
 Usage: .venv-moto/bin/python bench/ratelimit.py [--resources 300] [--binary target/release/azevac]
        [--limit autoscaling=10:20] ...   (SERVICE=RATE:BURST, repeatable; overrides the defaults below)
@@ -33,6 +35,31 @@ DEFAULT_LIMITS = {
     "autoscaling": (10.0, 20),
     "ecs": (10.0, 20),
 }
+# azevac's own default pacing (--max-rate help: ec2=20 burst 100, lambda=15): the services it already paces.
+AZEVAC_DEFAULT_RATES = {"ec2": 20.0, "lambda": 15.0}
+
+
+def parse_limits(specs):
+    """DEFAULT_LIMITS with the --limit SERVICE[:Action]=RATE:BURST overrides applied."""
+    limits = dict(DEFAULT_LIMITS)
+    for spec in specs:
+        key, value = spec.split("=", 1)
+        rate, burst = value.split(":")
+        limits[key] = (float(rate), int(burst))
+    return limits
+
+
+def matched_pacing(limits):
+    """AZEVAC_MAX_RATE that matches azevac's pacing to the model: each service bucket whose rate azevac's
+    defaults do not already give (with the defaults, autoscaling=10,ecs=10). azevac paces per service only, so
+    an action's own bucket (lambda:GetFunction) has no pacing of its own."""
+    return ",".join(f"{key}={rate:g}" for key, (rate, _) in sorted(limits.items())
+                    if ":" not in key and AZEVAC_DEFAULT_RATES.get(key) != rate)
+
+
+def describe(limits):
+    return (", ".join(f"{k} {r:g}/s burst {b}" for k, (r, b) in sorted(limits.items()))
+            + "; latency log-normal, median 50 ms, capped at 400 ms")
 
 
 def throttle_answer(service):
@@ -71,19 +98,25 @@ class Bucket:
 SCOPE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/aws4_request")
 
 
-def action_of(headers, path, body):
+def action_of(headers, path, body, method="GET"):
+    """The API action of a request: X-Amz-Target (JSON protocols), Action= (query protocols), or for Lambda's
+    REST paths only GetFunction (GET /2015-03-31/functions/NAME; a DELETE there is DeleteFunction), the one
+    action with a bucket of its own; anything else is "other"."""
     target = headers.get("X-Amz-Target")
     if target:
         return target.rsplit(".", 1)[-1]
     m = re.search(r"(?:^|&)Action=([A-Za-z]+)", body.decode(errors="replace"))
     if m:
         return m.group(1)
-    if "/functions/" in path and path.rstrip("/").count("/") == 3:
+    if method == "GET" and "/functions/" in path and path.split("?")[0].rstrip("/").count("/") == 3:
         return "GetFunction"
     return "other"
 
 
 class ModelProxy:
+    """The control-plane model in front of moto; counts calls and throttled answers per bucket key, the unit
+    the bound is computed in (a per-service count would charge GetFunction to Lambda's 15/s)."""
+
     def __init__(self, upstream_port, limits, seed_value=7):
         self.lock = threading.Lock()
         self.buckets = {k: Bucket(*v) for k, v in limits.items()}
@@ -102,13 +135,14 @@ class ModelProxy:
                 body = self.rfile.read(length) if length else b""
                 m = SCOPE.search(self.headers.get("Authorization", ""))
                 service = m.group(1) if m else "unsigned"
-                action = action_of(self.headers, self.path, body)
+                action = action_of(self.headers, self.path, body, self.command)
+                key = f"{service}:{action}" if f"{service}:{action}" in proxy.buckets else service
                 with proxy.lock:
-                    proxy.calls[service] = proxy.calls.get(service, 0) + 1
-                    bucket = proxy.buckets.get(f"{service}:{action}") or proxy.buckets.get(service)
+                    proxy.calls[key] = proxy.calls.get(key, 0) + 1
+                    bucket = proxy.buckets.get(key)
                     allowed = bucket.take() if bucket else True
                     if not allowed:
-                        proxy.throttled[service] = proxy.throttled.get(service, 0) + 1
+                        proxy.throttled[key] = proxy.throttled.get(key, 0) + 1
                     latency = min(0.4, proxy.rng.lognormvariate(-3.0, 0.6))  # median e^-3 = 50 ms
                 time.sleep(latency)
                 if not allowed:
@@ -137,14 +171,17 @@ class ModelProxy:
 
 
 def bound(calls, throttled, limits):
-    """The least wall time the accepted calls could take at the model's sustained rates (the slowest
-    service; a throttled answer takes no token)."""
-    worst = 0.0
-    for service, n in calls.items():
-        if service in limits:
-            rate, burst = limits[service]
-            worst = max(worst, max(0, n - throttled.get(service, 0) - burst) / rate)
-    return worst
+    """The least wall time the accepted calls could take at the model's sustained rates: the slowest bucket
+    (calls and throttled are per bucket key, as ModelProxy counts them; a throttled answer takes no token, the
+    burst is free). Returns (seconds, the bucket key that sets it, or None)."""
+    worst, which = 0.0, None
+    for key, n in calls.items():
+        if key in limits:
+            rate, burst = limits[key]
+            t = max(0, n - throttled.get(key, 0) - burst) / rate
+            if t > worst:
+                worst, which = t, key
+    return worst, which
 
 
 def main():
@@ -153,13 +190,9 @@ def main():
     parser.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "azevac"))
     parser.add_argument("--limit", action="append", default=[], help="SERVICE[:Action]=RATE:BURST")
     args = parser.parse_args()
-    limits = dict(DEFAULT_LIMITS)
-    for spec in args.limit:
-        key, value = spec.split("=", 1)
-        rate, burst = value.split(":")
-        limits[key] = (float(rate), int(burst))
+    limits = parse_limits(args.limit)
     # azevac's own pacing matched to the model where it has no default (Auto Scaling, ECS publish none).
-    matched = [f"autoscaling={limits['autoscaling'][0]}", f"ecs={limits['ecs'][0]}"]
+    matched = [r for r in matched_pacing(limits).split(",") if r]
     variants = [
         ("standard", "defaults (ec2, lambda)", []),
         ("standard", "matched to the model", matched),
@@ -172,8 +205,7 @@ def main():
     moto, moto_port = start_moto(os.path.join(ROOT, ".venv-moto", "bin", "python"))
     try:
         proxy = ModelProxy(moto_port, limits)
-        print("model:", ", ".join(f"{k} {r:g}/s burst {b}" for k, (r, b) in sorted(limits.items())),
-              "; latency log-normal, median 50 ms, capped at 400 ms")
+        print("model:", describe(limits))
         print(f"| retry mode | azevac pacing | command | wall s | bound s | wall / bound | calls | throttled | throttled % |")
         print("|---|---|---|---|---|---|---|---|---|")
         for mode, pacing_name, rates in variants:
@@ -188,7 +220,7 @@ def main():
                 wall, _ = run_measured([args.binary, command, "--az-id", TARGET_ID, "--type", "asg,ecs,lambda", "--yes"], env)
                 calls, throttled = proxy.take()
                 total, thr = sum(calls.values()), sum(throttled.values())
-                b = bound(calls, throttled, limits)
+                b, _ = bound(calls, throttled, limits)
                 print(f"| {mode} | {pacing_name} | {command} | {wall:.1f} | {b:.1f} | {wall / b if b else float('nan'):.2f} "
                       f"| {total} | {thr} | {100 * thr / max(total, 1):.1f} |", flush=True)
     finally:

@@ -41,7 +41,9 @@ pub struct Global {
     /// Output format: a table for people, or exactly one JSON document on stdout.
     #[arg(long, global = true, value_enum, default_value_t = Output::Table)]
     pub output: Output,
-    /// Resources changed at the same time (in each account, with --accounts).
+    /// Resources of each type changed at the same time; the types are changed side by side, as each
+    /// service has its own quota (in each account, with --accounts). 1: one resource at a time, in
+    /// plan order.
     #[arg(long, global = true, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrency: u16,
     /// With --accounts: accounts planned and changed at the same time (each account's control plane

@@ -38,22 +38,26 @@ pub fn assess(demands: &[Demand], free: &BTreeMap<String, u64>) -> BTreeMap<Stri
         for &i in &members {
             let demand = &demands[i];
             let mine: BTreeSet<&String> = demand.needs.iter().collect();
-            let after: BTreeSet<&String> = taken.union(&mine).copied().collect();
-            let fits = u64::try_from(after.len()).unwrap_or(u64::MAX) <= free_ips;
+            let moving = mine.difference(&taken).count();
+            let fits = u64::try_from(taken.len() + moving).unwrap_or(u64::MAX) <= free_ips;
             let headroom = Headroom {
                 units: demand.units.to_owned(),
-                moving: mine.difference(&taken).count(),
+                moving,
                 free_ips,
                 ahead: taken.len(),
+                // Named up to a few: a thousand groups in one VPC's subnets would otherwise make
+                // a million names, in memory and in the JSON.
                 shared_with: members
                     .iter()
                     .filter(|&&j| j != i)
+                    .take(SHARED_NAMED)
                     .map(|&j| demands[j].resource.clone())
                     .collect(),
+                sharing: members.len() - 1,
                 fits,
             };
             if fits {
-                taken = after;
+                taken.extend(mine);
             }
             out.insert(demand.resource.clone(), headroom);
         }
@@ -65,12 +69,15 @@ pub fn assess(demands: &[Demand], free: &BTreeMap<String, u64>) -> BTreeMap<Stri
 /// that does not fit a warning and, unless `force`, a skip with the shortfall as the reason.
 pub fn apply(plan: &mut Plan, demands: &[Demand], free: &BTreeMap<String, u64>, force: bool) {
     let verdicts = assess(demands, free);
+    let mut planned: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, item) in plan.items.iter().enumerate().rev() {
+        if item.status == Status::Planned {
+            // The first planned line of a resource, as a search from the start would find.
+            planned.insert(item.resource.clone(), i);
+        }
+    }
     for demand in demands {
-        let Some(item) = plan
-            .items
-            .iter_mut()
-            .find(|i| i.resource == demand.resource && i.status == Status::Planned)
-        else {
+        let Some(item) = planned.get(&demand.resource).map(|&i| &mut plan.items[i]) else {
             continue;
         };
         if let Some(note) = &demand.note {
@@ -95,6 +102,9 @@ pub fn apply(plan: &mut Plan, demands: &[Demand], free: &BTreeMap<String, u64>, 
         item.headroom = Some(headroom.clone());
     }
 }
+
+/// How many of the lines sharing a line's subnets its headroom names (`sharing` counts them all).
+pub const SHARED_NAMED: usize = 10;
 
 /// How the reason of a line held back for lack of headroom starts.
 pub const HELD_BACK: &str = "not enough headroom";

@@ -201,9 +201,13 @@ pub struct Headroom {
     /// What the lines ahead of this one that share those subnets take of them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ahead: usize,
-    /// The other lines (by `resource`) whose remaining subnets overlap this one's.
+    /// The first few (at most 10) of the other lines (by `resource`) whose remaining subnets
+    /// overlap this one's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared_with: Vec<String>,
+    /// How many other lines' remaining subnets overlap this one's.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sharing: usize,
     /// Whether it fits (`false`: warned, and skipped unless `--force`).
     pub fits: bool,
 }
@@ -219,7 +223,8 @@ impl Headroom {
             0 => String::new(),
             n => format!(
                 ", {n} of them taken by {} other line(s) sharing the subnets",
-                self.shared_with.len()
+                // A plan saved before `sharing` existed names them all.
+                self.sharing.max(self.shared_with.len())
             ),
         };
         format!("{} free IPs for {} {}{ahead}", self.free_ips, self.moving, self.units)

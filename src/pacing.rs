@@ -27,11 +27,15 @@ pub struct Rate {
     pub burst: u32,
 }
 
+/// The bucket of Lambda's `GetFunction`, which has a quota of its own.
+pub const LAMBDA_GET_FUNCTION: &str = "lambda:GetFunction";
+
 /// Published control-plane quotas (per account and region) that azevac paces itself to by default:
-/// EC2's non-mutating request bucket (100 tokens, refilled at 20 per second: azevac only reads EC2) and
+/// EC2's non-mutating request bucket (100 tokens, refilled at 20 per second: azevac only reads EC2),
 /// Lambda's control-plane rate (15 requests per second for all of them but invoke, GetFunction and
-/// GetPolicy). Auto Scaling publishes no number and ECS one per action group; neither is paced unless
-/// the operator sets a rate with `--max-rate` (the SDK's retries handle their throttles).
+/// GetPolicy) and GetFunction's own (100 per second). Auto Scaling publishes no number and ECS one per
+/// action group; neither is paced unless the operator sets a rate with `--max-rate` (the SDK's
+/// retries handle their throttles).
 pub const DEFAULTS: &[(&str, Rate)] = &[
     (
         "ec2",
@@ -45,6 +49,13 @@ pub const DEFAULTS: &[(&str, Rate)] = &[
         Rate {
             per_second: 15.0,
             burst: 15,
+        },
+    ),
+    (
+        LAMBDA_GET_FUNCTION,
+        Rate {
+            per_second: 100.0,
+            burst: 100,
         },
     ),
 ];
@@ -62,12 +73,17 @@ impl Default for Limits {
 
 impl Limits {
     /// Apply `--max-rate` values (`SERVICE=N`, N requests per second, or `SERVICE=unlimited`).
+    /// `lambda=N` sets the control-plane bucket (GetFunction keeps its own); `lambda=unlimited`
+    /// lifts both.
     pub fn with_overrides(mut self, overrides: &[(String, Option<Rate>)]) -> Self {
         for (service, rate) in overrides {
             match rate {
                 Some(rate) => self.0.insert(service.clone(), *rate),
                 None => self.0.remove(service),
             };
+            if service == "lambda" && rate.is_none() {
+                self.0.remove(LAMBDA_GET_FUNCTION);
+            }
         }
         self
     }
@@ -172,6 +188,17 @@ pub fn signing_service(authorization: &str) -> Option<&str> {
         .filter(|s| !s.is_empty())
 }
 
+/// Whether a Lambda request is `GetFunction`: `GET /2015-03-31/functions/NAME` (a query may
+/// follow), nothing after the name (`/configuration` is GetFunctionConfiguration; no name at all is
+/// ListFunctions).
+pub fn is_get_function(method: &str, uri: &str) -> bool {
+    let path = uri.split('?').next().unwrap_or_default();
+    let Some((_, name)) = path.split_once("/2015-03-31/functions/") else {
+        return false;
+    };
+    method.eq_ignore_ascii_case("GET") && !name.is_empty() && !name.contains('/')
+}
+
 /// One service's token bucket, and a queue for it: governor lets whichever waiter polls first take
 /// a freed token, so without the (FIFO) turn one call could wait behind later ones for ever.
 struct Bucket {
@@ -242,7 +269,12 @@ impl HttpConnector for PacedConnector {
             .headers()
             .get("authorization")
             .and_then(signing_service)
-            .and_then(|service| self.buckets.get(service))
+            .and_then(|service| {
+                let own = (service == "lambda" && is_get_function(request.method(), request.uri()))
+                    .then(|| self.buckets.get(LAMBDA_GET_FUNCTION))
+                    .flatten();
+                own.or_else(|| self.buckets.get(service))
+            })
             .cloned();
         let inner = self.inner.clone();
         HttpConnectorFuture::new(async move {
@@ -338,6 +370,33 @@ mod tests {
             ),
         ]);
         assert_eq!(limits.describe(), "ec2 20/s (burst 100), ecs 5/s (burst 5)");
+    }
+
+    #[test]
+    fn get_function_is_told_from_the_other_lambda_reads() {
+        let base = "https://lambda.us-east-1.amazonaws.com/2015-03-31/functions";
+        assert!(is_get_function("GET", &format!("{base}/fn-1")));
+        assert!(is_get_function(
+            "GET",
+            &format!("{base}/arn%3Aaws%3Alambda%3Aus-east-1%3A1%3Afunction%3Af?Qualifier=1")
+        ));
+        assert!(
+            !is_get_function("GET", &format!("{base}/fn-1/configuration")),
+            "GetFunctionConfiguration"
+        );
+        assert!(
+            !is_get_function("PUT", &format!("{base}/fn-1/configuration")),
+            "an update"
+        );
+        assert!(!is_get_function("GET", &format!("{base}/")), "ListFunctions");
+        assert!(!is_get_function("GET", &format!("{base}/fn-1/aliases")), "ListAliases");
+        assert!(!is_get_function("DELETE", &format!("{base}/fn-1")));
+        let lifted = Limits::default().with_overrides(&[("lambda".into(), None)]);
+        assert_eq!(
+            lifted.describe(),
+            "ec2 20/s (burst 100)",
+            "lambda=unlimited lifts GetFunction's bucket too"
+        );
     }
 
     #[test]

@@ -70,6 +70,19 @@ impl Lease {
         self.lock().insert(key.to_owned(), until);
     }
 
+    /// A renewal went through: extend `key`'s lease, unless the key was released while the
+    /// renewal was in flight (putting it back would renew, and then report lost, a lock that
+    /// is no longer ours to renew).
+    fn renewed(&self, key: &str, until: Instant) {
+        if let Some(held) = self.lock().get_mut(key) {
+            *held = until;
+        }
+    }
+
+    fn holds(&self, key: &str) -> bool {
+        self.lock().contains_key(key)
+    }
+
     fn drop_key(&self, key: &str) {
         self.lock().remove(key);
     }
@@ -117,7 +130,14 @@ impl Journal {
                     .collect();
                 for (key, outcome) in keys.iter().zip(journal.commit(groups).await) {
                     match outcome {
-                        Ok(()) => lease.hold(key, started + lease.duration),
+                        Ok(()) => lease.renewed(key, started + lease.duration),
+                        // Released by this run while the renewal was in flight: the lock is gone
+                        // because we are done with it, not because another run took it.
+                        Err(GroupError {
+                            conditional: Some(_), ..
+                        }) if !lease.holds(key) => {
+                            tracing::debug!(resource = %key, "renewal crossed the release; nothing to do");
+                        }
                         Err(GroupError {
                             conditional: Some(_), ..
                         }) => {
@@ -432,6 +452,9 @@ impl Journal {
         }
         for (group, key) in groups.iter_mut().zip(&keys) {
             group.push(unlock_write(key, &lease.run_id));
+            // Out of the lease before the release is sent, so that a renewal crossing it neither
+            // puts the key back nor reports the released lock as lost to another run.
+            lease.drop_key(key);
         }
         let outcomes = self.commit(groups).await;
         let group_ok: Vec<bool> = outcomes.iter().map(Result::is_ok).collect();
@@ -468,7 +491,6 @@ impl Journal {
                     tracing::debug!(resource = %key, error = %crate::error::describe(&e), "lock not released (not ours any more)");
                 }
             }
-            lease.drop_key(key);
         }
         results
     }

@@ -133,6 +133,7 @@ impl SubnetService for AutoScaling {
 
     async fn read(&self, ids: &[String]) -> Result<BTreeMap<String, Resource>> {
         let names: Vec<String> = ids.iter().filter_map(|arn| name_from_arn(arn)).collect();
+        let wanted: std::collections::BTreeSet<&String> = ids.iter().collect();
         let mut found = BTreeMap::new();
         for chunk in names.chunks(PAGE) {
             let groups: Vec<AutoScalingGroup> = self
@@ -151,7 +152,7 @@ impl SubnetService for AutoScaling {
                 groups
                     .into_iter()
                     .map(to_resource)
-                    .filter(|r| ids.contains(&r.id))
+                    .filter(|r| wanted.contains(&r.id))
                     .map(|r| (r.id.clone(), r)),
             );
         }

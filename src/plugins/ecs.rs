@@ -12,6 +12,7 @@ use aws_sdk_ecs::client::Waiters;
 use aws_sdk_ecs::types::{
     AssignPublicIp, AwsVpcConfiguration, DeploymentControllerType, NetworkConfiguration, Service, ServiceField,
 };
+use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
@@ -27,6 +28,8 @@ const DESCRIBE_BATCH: usize = 10;
 const LIST_PAGE: i32 = 100;
 /// `DescribeTasks` takes at most 100 tasks per call.
 const TASKS_BATCH: usize = 100;
+/// Reads in flight at once (describes of 10 services, a service's task listing).
+const READ_CONCURRENCY: usize = 8;
 
 const REPLACEMENT_NOTE: &str =
     "ECS starts a new deployment: every task of the service is replaced, also those in healthy zones";
@@ -77,52 +80,62 @@ impl Ecs {
             .map_err(|e| Error::from_sdk("ecs:ListClusters", e))
     }
 
-    /// Describe services of one cluster, 10 per call; deleted (INACTIVE) services are left out.
+    /// Describe services of one cluster, 10 per call, several calls at a time; deleted
+    /// (INACTIVE) services are left out.
     async fn describe(&self, cluster: &str, services: &[String]) -> Result<Vec<Resource>> {
-        let mut found = Vec::new();
-        for chunk in services.chunks(DESCRIBE_BATCH) {
-            let out = self
-                .client
-                .describe_services()
-                .cluster(cluster)
-                .set_services(Some(chunk.to_vec()))
-                .include(ServiceField::Tags)
-                .send()
-                .await
-                .map_err(|e| Error::from_sdk("ecs:DescribeServices", e))?;
-            // ECS answers per service: MISSING means the service does not exist (left out, so it
-            // reads as deleted); any other failure means it could not be read, which must never
-            // look like a deletion (with --forget-missing that would drop its record).
-            let unread: Vec<String> = out
-                .failures()
-                .iter()
-                .filter(|f| f.reason() != Some("MISSING"))
-                .map(|f| {
-                    format!(
-                        "{} ({})",
-                        f.arn().unwrap_or("?"),
-                        [f.reason(), f.detail()]
-                            .into_iter()
-                            .flatten()
-                            .collect::<Vec<_>>()
-                            .join(": ")
-                    )
-                })
-                .collect();
-            if !unread.is_empty() {
-                return Err(Error::Unreadable {
-                    operation: "ecs:DescribeServices",
-                    what: unread.join(", "),
-                });
-            }
-            found.extend(
-                out.services()
-                    .iter()
-                    .filter(|s| s.status() != Some("INACTIVE"))
-                    .map(|s| to_resource(cluster, s)),
-            );
+        // Collected first: a lazy map inside the stream trips async-trait's Send check.
+        let calls: Vec<_> = services
+            .chunks(DESCRIBE_BATCH)
+            .map(|chunk| self.describe_chunk(cluster, chunk))
+            .collect();
+        let found: Vec<Vec<Resource>> = futures::stream::iter(calls)
+            .buffered(READ_CONCURRENCY)
+            .try_collect()
+            .await?;
+        Ok(found.into_iter().flatten().collect())
+    }
+
+    async fn describe_chunk(&self, cluster: &str, chunk: &[String]) -> Result<Vec<Resource>> {
+        let out = self
+            .client
+            .describe_services()
+            .cluster(cluster)
+            .set_services(Some(chunk.to_vec()))
+            .include(ServiceField::Tags)
+            .send()
+            .await
+            .map_err(|e| Error::from_sdk("ecs:DescribeServices", e))?;
+        // ECS answers per service: MISSING means the service does not exist (left out, so it
+        // reads as deleted); any other failure means it could not be read, which must never
+        // look like a deletion (with --forget-missing that would drop its record).
+        let unread: Vec<String> = out
+            .failures()
+            .iter()
+            .filter(|f| f.reason() != Some("MISSING"))
+            .map(|f| {
+                format!(
+                    "{} ({})",
+                    f.arn().unwrap_or("?"),
+                    [f.reason(), f.detail()]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                        .join(": ")
+                )
+            })
+            .collect();
+        if !unread.is_empty() {
+            return Err(Error::Unreadable {
+                operation: "ecs:DescribeServices",
+                what: unread.join(", "),
+            });
         }
-        Ok(found)
+        Ok(out
+            .services()
+            .iter()
+            .filter(|s| s.status() != Some("INACTIVE"))
+            .map(|s| to_resource(cluster, s))
+            .collect())
     }
 }
 
@@ -168,9 +181,10 @@ impl SubnetService for Ecs {
         if without_cluster {
             found.extend(self.discover().await?);
         }
+        let wanted: std::collections::BTreeSet<&String> = ids.iter().collect();
         Ok(found
             .into_iter()
-            .filter(|r| ids.contains(&r.id))
+            .filter(|r| wanted.contains(&r.id))
             .map(|r| (r.id.clone(), r))
             .collect())
     }
@@ -201,28 +215,32 @@ impl SubnetService for Ecs {
     /// subnet of their network interface, else by their `availabilityZone`. Each needs an address in
     /// the remaining subnets (awsvpc: one interface per task).
     async fn presence(&self, resources: &[Resource], place: &Place<'_>) -> Result<BTreeMap<String, Presence>> {
-        let mut found = BTreeMap::new();
-        for resource in resources {
-            let detail: Detail = resource.detail_as()?;
-            let service = resource.id.rsplit('/').next().unwrap_or(&resource.id);
-            let in_zone: Vec<String> = self
-                .tasks(&detail.cluster, service)
-                .await?
-                .iter()
-                .filter(|t| task_in_zone(t, place))
-                .filter_map(|t| t.task_arn().map(str::to_owned))
-                .collect();
-            found.insert(
-                resource.id.clone(),
-                Presence {
+        // One service's tasks at a time would serialise the plan on the call latency.
+        let reads: Vec<_> = resources
+            .iter()
+            .map(|resource| async move {
+                let detail: Detail = resource.detail_as()?;
+                let service = resource.id.rsplit('/').next().unwrap_or(&resource.id);
+                let in_zone: Vec<String> = self
+                    .tasks(&detail.cluster, service)
+                    .await?
+                    .iter()
+                    .filter(|t| task_in_zone(t, place))
+                    .filter_map(|t| t.task_arn().map(str::to_owned))
+                    .collect();
+                let presence = Presence {
                     needs: in_zone.clone(),
                     in_zone,
                     units: "tasks",
                     note: None,
-                },
-            );
-        }
-        Ok(found)
+                };
+                Ok::<_, Error>((resource.id.clone(), presence))
+            })
+            .collect();
+        futures::stream::iter(reads)
+            .buffer_unordered(READ_CONCURRENCY)
+            .try_collect()
+            .await
     }
 
     async fn settle(&self, resources: &[Resource], timeout: Duration) -> Result<Vec<(String, String)>> {

@@ -88,24 +88,19 @@ impl Lambda {
         Ok(())
     }
 
+    /// One function's configuration, by `GetFunction`: it has a quota of its own (100 per
+    /// second), where `GetFunctionConfiguration` shares the 15 per second of Lambda's control plane
+    /// with the updates.
     async fn get(&self, arn: &str) -> Result<Option<Resource>> {
-        match self.client.get_function_configuration().function_name(arn).send().await {
-            Ok(out) => Ok(Some(to_resource(
-                FunctionConfiguration::builder()
-                    .set_function_name(out.function_name)
-                    .set_function_arn(out.function_arn)
-                    .set_revision_id(out.revision_id)
-                    .set_vpc_config(out.vpc_config)
-                    .set_last_update_status(out.last_update_status)
-                    .build(),
-            ))),
+        match self.client.get_function().function_name(arn).send().await {
+            Ok(out) => Ok(out.configuration.map(to_resource)),
             Err(e)
                 if e.as_service_error()
                     .is_some_and(|e| e.is_resource_not_found_exception()) =>
             {
                 Ok(None)
             }
-            Err(e) => Err(Error::from_sdk("lambda:GetFunctionConfiguration", e)),
+            Err(e) => Err(Error::from_sdk("lambda:GetFunction", e)),
         }
     }
 }

@@ -456,7 +456,10 @@ async fn issue_16_two_operators_across_accounts_forget_nothing() {
     let proxy = proxy::Proxy::start(&moto.endpoint);
     let operator = sdk(&moto).await;
     let members = accounts_arg(&MEMBERS[..2]);
-    let first = evacuate_across(&members, &["--yes", "--account-concurrency", "1"]);
+    // One account and one resource at a time, so that the parked call stops the whole run: with the
+    // types side by side, the other types' lines would go on during the pause and the checks would
+    // race them.
+    let first = evacuate_across(&members, &["--yes", "--account-concurrency", "1", "--concurrency", "1"]);
     let seconds: [&[&str]; 2] = [&["recover", "--yes"], &first];
     let wait = std::time::Duration::from_secs(30);
     let mut held = 0;

@@ -20,6 +20,7 @@ mod hardening;
 mod headroom;
 mod interleave;
 mod karpenter;
+mod lease;
 mod log_format;
 mod nat;
 mod notify;
