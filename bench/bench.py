@@ -622,6 +622,13 @@ def parse_rows(text, parser):
     return rows
 
 
+def shown(new_lines):
+    """A row's table lines, also logged as soon as the row ends: a long run stopped later keeps them."""
+    for line in new_lines:
+        log("| " + " | ".join(str(cell) for cell in line) + " |")
+    return new_lines
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000", help="N of rows 1-4 (comma list; row 5 compares with the last)")
@@ -655,13 +662,13 @@ def main():
         if 1 in wanted:
             log(f"row 1: {n} ASGs, fixed emulator")
             fixed_row = row_asg(n, args.runs, True, args.skip_peer)
-            lines += lines_asg(fixed_row, 1)
+            lines += shown(lines_asg(fixed_row, 1))
             warnings.append((f"row 1 (N={n})", fixed_row["azevac"]["warnings"]))
             phases.append((f"row 1 (N={n})", fixed_row["azevac"]["phases"], fixed_row["azevac"]["cpu"]))
         if 2 in wanted:
             log(f"row 2: {n} ASGs, unfixed emulator")
             row = row_asg(n, args.runs, False, args.skip_peer)
-            lines += lines_asg(row, 2, fixed_row)
+            lines += shown(lines_asg(row, 2, fixed_row))
             warnings.append((f"row 2 (N={n})", row["azevac"]["warnings"]))
             phases.append((f"row 2 (N={n})", row["azevac"]["phases"], row["azevac"]["cpu"]))
         base = None
@@ -669,19 +676,19 @@ def main():
             log(f"row 3: {n} mixed, {args.latency_ms:g} ms" + ("" if 3 in wanted else " (row 5's base only)"))
             base = row_mixed(n, args.runs, args.latency_ms)
             if 3 in wanted:
-                lines += lines_mixed(base, 3)
+                lines += shown(lines_mixed(base, 3))
             warnings.append((f"row 3 (N={n})", base["azevac"]["warnings"]))
             phases.append((f"row 3 (N={n})", base["azevac"]["phases"], base["azevac"]["cpu"]))
         if 4 in wanted:
             log(f"row 4: {n} mixed under the rate-limit model")
             row = row_model(n, args.runs, limits)
-            lines += lines_model(row)
+            lines += shown(lines_model(row))
             warnings.append((f"row 4 (N={n})", row["warnings"]))
             phases.append((f"row 4 (N={n})", row["phases"], row["cpu"]))
         if 5 in wanted and n == sizes[-1]:
             log(f"row 5: {args.big} mixed, {args.latency_ms:g} ms")
             big = row_mixed(args.big, args.runs, args.latency_ms)
-            lines += lines_mixed(big, 5, base)
+            lines += shown(lines_mixed(big, 5, base))
             warnings.append((f"row 5 (N={args.big})", big["azevac"]["warnings"]))
             phases.append((f"row 5 (N={args.big})", big["azevac"]["phases"], big["azevac"]["cpu"]))
     log("done")

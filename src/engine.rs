@@ -157,7 +157,8 @@ pub async fn prepare(
             review(&plugins, &mut plan, &scope).await?;
         }
     }
-    // The plan lists lines in the order they are carried out: stage by stage, types in registry order.
+    // The plan lists lines stage by stage, types in registry order: the order they are carried out
+    // in with --concurrency 1 (otherwise a stage's types go side by side).
     let stage = |item: &Item| {
         plugins
             .iter()

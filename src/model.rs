@@ -205,7 +205,8 @@ pub struct Headroom {
     /// overlap this one's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared_with: Vec<String>,
-    /// How many other lines' remaining subnets overlap this one's.
+    /// How many other lines share subnets with this one, directly or through others (the lines
+    /// whose addresses are counted together).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub sharing: usize,
     /// Whether it fits (`false`: warned, and skipped unless `--force`).

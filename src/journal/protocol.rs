@@ -87,6 +87,11 @@ impl Lease {
         self.lock().remove(key);
     }
 
+    /// Stop renewing `key`, and say until when it was held (to hold it again if its release fails).
+    fn take_key(&self, key: &str) -> Option<Instant> {
+        self.lock().remove(key)
+    }
+
     fn keys(&self) -> Vec<String> {
         self.lock().keys().cloned().collect()
     }
@@ -143,6 +148,9 @@ impl Journal {
                         }) => {
                             tracing::warn!(resource = %key, "lost the lock to another run; nothing more is done under it");
                             lease.drop_key(key);
+                        }
+                        Err(e) if !lease.holds(key) => {
+                            tracing::debug!(resource = %key, error = %crate::error::describe(&e.error), "renewal crossed the release");
                         }
                         // Not renewed this time: the lease runs out on its own unless the next renewal works.
                         Err(e) => {
@@ -450,14 +458,22 @@ impl Journal {
             }
             planned.push((k, write, left));
         }
+        let mut held_until: Vec<Option<Instant>> = Vec::new();
         for (group, key) in groups.iter_mut().zip(&keys) {
             group.push(unlock_write(key, &lease.run_id));
             // Out of the lease before the release is sent, so that a renewal crossing it neither
             // puts the key back nor reports the released lock as lost to another run.
-            lease.drop_key(key);
+            held_until.push(lease.take_key(key));
         }
         let outcomes = self.commit(groups).await;
         let group_ok: Vec<bool> = outcomes.iter().map(Result::is_ok).collect();
+        // A failed group changed nothing, its lock included: renewed again while its writes go one
+        // by one below (a repair can take seconds), so that it stays ours while we write the record.
+        for ((key, ok), until) in keys.iter().zip(&group_ok).zip(&held_until) {
+            if let (false, Some(until)) = (ok, until) {
+                lease.hold(key, *until);
+            }
+        }
         // A group that failed: its writes one by one, so that a lost lock does not cost the record.
         let mut results: Vec<Result<Released>> = Vec::new();
         for ((_, outcome), (k, write, left)) in lines.into_iter().zip(planned) {
@@ -486,9 +502,20 @@ impl Journal {
         }
         for (k, key) in keys.iter().enumerate() {
             if !group_ok[k] {
-                // Ours, or taken over by a run that found our lease run out: either way not ours now.
-                if let Err(e) = self.commit_one(&unlock_write(key, &lease.run_id)).await {
-                    tracing::debug!(resource = %key, error = %crate::error::describe(&e), "lock not released (not ours any more)");
+                lease.drop_key(key);
+                match self.commit_one(&unlock_write(key, &lease.run_id)).await {
+                    Ok(()) => {}
+                    // Taken over by a run that found our lease run out: the record writes above
+                    // were conditional on its version all the same.
+                    Err(e) if e.is_conflict() => tracing::warn!(
+                        resource = %key,
+                        "the lock was taken over by another run before this run released it"
+                    ),
+                    Err(e) => tracing::warn!(
+                        resource = %key,
+                        error = %crate::error::describe(&e),
+                        "lock not released; it is free again once its lease runs out"
+                    ),
                 }
             }
         }

@@ -93,7 +93,15 @@ impl Lambda {
     /// with the updates.
     async fn get(&self, arn: &str) -> Result<Option<Resource>> {
         match self.client.get_function().function_name(arn).send().await {
-            Ok(out) => Ok(out.configuration.map(to_resource)),
+            // An answer without the configuration is unreadable, never a deleted function (with
+            // --forget-missing that would drop its record).
+            Ok(out) => match out.configuration {
+                Some(configuration) => Ok(Some(to_resource(configuration))),
+                None => Err(Error::Unreadable {
+                    operation: "lambda:GetFunction",
+                    what: format!("{arn} (no configuration in the answer)"),
+                }),
+            },
             Err(e)
                 if e.as_service_error()
                     .is_some_and(|e| e.is_resource_not_found_exception()) =>
@@ -374,6 +382,41 @@ mod tests {
         let found = Lambda::new(client).discover().await.expect("discover");
         let names: Vec<&str> = found.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["in-vpc", "second"]);
+    }
+
+    /// Reads go through GetFunction (its own quota); an answer without the configuration is an
+    /// unreadable function, never a deleted one, and a function that is not found is left out.
+    #[tokio::test]
+    async fn reads_take_the_configuration_of_get_function_and_never_mistake_an_empty_answer_for_a_deletion() {
+        let arn = |name: &str| format!("arn:aws:lambda:us-east-1:123456789012:function:{name}");
+        let found = mock!(aws_sdk_lambda::Client::get_function)
+            .match_requests(move |r| r.function_name() == Some(&arn("web")))
+            .then_output(|| {
+                GetFunctionOutput::builder()
+                    .configuration(function("web", &["subnet-a", "subnet-b"]))
+                    .build()
+            });
+        let empty = mock!(aws_sdk_lambda::Client::get_function)
+            .match_requests(move |r| r.function_name() == Some(&arn("odd")))
+            .then_output(|| GetFunctionOutput::builder().build());
+        let gone = mock!(aws_sdk_lambda::Client::get_function)
+            .match_requests(move |r| r.function_name() == Some(&arn("gone")))
+            .then_error(|| {
+                aws_sdk_lambda::operation::get_function::GetFunctionError::ResourceNotFoundException(
+                    aws_sdk_lambda::types::error::ResourceNotFoundException::builder().build(),
+                )
+            });
+        let client = mock_client!(aws_sdk_lambda, RuleMode::MatchAny, [&found, &empty, &gone]);
+        let lambda = Lambda::new(client);
+        let read = lambda.read(&[arn("web"), arn("gone")]).await.expect("read");
+        assert_eq!(read.len(), 1, "the function not found is left out");
+        assert_eq!(read[&arn("web")].subnets, ["subnet-a", "subnet-b"]);
+        let err = lambda.read(&[arn("odd")]).await.expect_err("no configuration");
+        assert!(
+            crate::error::describe(&err).contains("no configuration"),
+            "{}",
+            crate::error::describe(&err)
+        );
     }
 
     /// ResourceConflictException (another update holds the function) is retried, bounded; the update
