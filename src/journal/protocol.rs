@@ -505,12 +505,7 @@ impl Journal {
                 lease.drop_key(key);
                 match self.commit_one(&unlock_write(key, &lease.run_id)).await {
                     Ok(()) => {}
-                    // Taken over by a run that found our lease run out: the record writes above
-                    // were conditional on its version all the same.
-                    Err(e) if e.is_conflict() => tracing::warn!(
-                        resource = %key,
-                        "the lock was taken over by another run before this run released it"
-                    ),
+                    Err(e) if e.is_conflict() => self.report_lost_release(key, &lease.run_id).await,
                     Err(e) => tracing::warn!(
                         resource = %key,
                         error = %crate::error::describe(&e),
@@ -520,6 +515,22 @@ impl Journal {
             }
         }
         results
+    }
+
+    /// The lock of a failed release group was not ours to release. Gone: an earlier attempt of the
+    /// release landed though its answer was lost (the SDK retried it), which is no news. Held by
+    /// another run: that run took it over when our lease ran out (the record writes were conditional
+    /// on its version all the same), which the operator should hear of.
+    async fn report_lost_release(&self, key: &str, run_id: &str) {
+        match self.lock_of(key).await {
+            Ok(Some(lock)) if lock.run_id != run_id => tracing::warn!(
+                resource = %key,
+                run = %crate::text::clean(&lock.run_id),
+                "the lock was taken over by another run before this run released it"
+            ),
+            Ok(_) => tracing::debug!(resource = %key, "lock already released by an earlier attempt"),
+            Err(e) => tracing::debug!(resource = %key, error = %crate::error::describe(&e), "lock not read"),
+        }
     }
 
     /// A release write lost a race. A done mark is repaired (what was taken must stay journalled);
