@@ -1,6 +1,6 @@
 """The emulator fix in scripts/moto_server.py, measured and checked: one TransactWriteItems of 100 puts on a
-table of N items, on unchanged moto and on the launcher's; then a cancelled transaction must leave the table
-exactly as it was (the fix must not change rollback).
+table of N items, on unchanged moto and on the launcher's; then a cancelled transaction that overwrote,
+updated, deleted and created items must leave the table exactly as it was (the fix must not change rollback).
 
 Usage: .venv-moto/bin/python bench/moto_fix.py [--items 3000] [--runs 5]
 """
@@ -23,6 +23,33 @@ def client(port):
                         aws_access_key_id="testing", aws_secret_access_key="testing")
 
 
+def snapshot(db):
+    pages = db.get_paginator("scan").paginate(TableName="t", ConsistentRead=True)
+    items = [item for page in pages for item in page["Items"]]
+    return sorted(items, key=lambda item: item["pk"]["S"])
+
+
+def check_rollback(db):
+    """A cancelled transaction that overwrote, updated, deleted and created items leaves the table as it was."""
+    before = snapshot(db)
+    writes = ([{"Put": {"TableName": "t", "Item": {"pk": {"S": f"seed{j}"}, "v": {"S": "overwritten"}}}}
+               for j in range(1, 30)]
+              + [{"Update": {"TableName": "t", "Key": {"pk": {"S": f"seed{j}"}}, "UpdateExpression": "SET v = :v, w = :v",
+                             "ExpressionAttributeValues": {":v": {"S": "updated"}}}} for j in range(30, 60)]
+              + [{"Delete": {"TableName": "t", "Key": {"pk": {"S": f"seed{j}"}}}} for j in range(60, 80)]
+              + [{"Put": {"TableName": "t", "Item": {"pk": {"S": f"cancelled{j}"}}}} for j in range(19)])
+    try:
+        db.transact_write_items(TransactItems=writes + [{"ConditionCheck": {
+            "TableName": "t", "Key": {"pk": {"S": "seed0"}}, "ConditionExpression": "attribute_not_exists(pk)"}}])
+        raise SystemExit("a transaction whose condition fails was not cancelled")
+    except botocore.exceptions.ClientError as e:
+        assert e.response["Error"]["Code"] == "TransactionCanceledException", e.response
+    after = snapshot(db)
+    if after != before:
+        changed = [a for a, b in zip(before, after) if a != b][:3]
+        raise SystemExit(f"rollback broken: {len(before)} items before, {len(after)} after; first changed {changed}")
+
+
 def measure(fixed, items, runs):
     moto, port = start_moto(os.path.join(ROOT, ".venv-moto", "bin", "python"), fixed=fixed)
     try:
@@ -40,19 +67,7 @@ def measure(fixed, items, runs):
             db.transact_write_items(TransactItems=[
                 {"Put": {"TableName": "t", "Item": {"pk": {"S": f"run{run}-{j}"}}}} for j in range(100)])
             times.append(time.perf_counter() - start)
-        before = db.scan(TableName="t", Select="COUNT")["Count"]
-        try:
-            db.transact_write_items(TransactItems=[
-                {"Put": {"TableName": "t", "Item": {"pk": {"S": f"cancelled{j}"}}}} for j in range(99)
-            ] + [{"ConditionCheck": {"TableName": "t", "Key": {"pk": {"S": "seed0"}},
-                                     "ConditionExpression": "attribute_not_exists(pk)"}}])
-            raise SystemExit("a transaction whose condition fails was not cancelled")
-        except botocore.exceptions.ClientError as e:
-            assert e.response["Error"]["Code"] == "TransactionCanceledException", e.response
-        after = db.scan(TableName="t", Select="COUNT")["Count"]
-        leaked = db.get_item(TableName="t", Key={"pk": {"S": "cancelled7"}}).get("Item")
-        if after != before or leaked:
-            raise SystemExit(f"rollback broken: {before} items before, {after} after, leaked {leaked}")
+        check_rollback(db)
         return times
     finally:
         moto.kill()

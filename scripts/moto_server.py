@@ -1,10 +1,20 @@
-"""moto_server with one fix applied: DynamoDB TransactWriteItems backs each table up once per transaction.
+"""moto_server with one fix applied: a DynamoDB TransactWriteItems backs up the items it touches, not the tables.
 
-moto 5.2.5's `transact_write_items` deep-copies a table once per *item* of the transaction (its rollback
-backup; moto/dynamodb/models/__init__.py), so a transaction of n items on a table of m items costs O(n x m)
-and a 1,000-resource journal spends most of its time there. The fix keeps moto's own code and only makes the
-second and later copies of the same table within one transaction return the first copy: the backup is the
-same state (nothing is written before the copies are taken), so rollback behaves exactly as before.
+moto 5.2.5's `transact_write_items` deep-copies a whole table once per *item* of the transaction (its
+rollback backup; moto/dynamodb/models/__init__.py), so a transaction of n items on a table of m items costs
+O(n x m) and a 1,000-resource journal spends most of its time there. The fix keeps moto's own code for the
+transaction and replaces only its backup: before the transaction runs, each item it names (at most 100) is
+copied, and the table copies moto asks for are the live tables themselves. If the transaction is cancelled,
+the named items are put back as they were and the stream records added since it began are dropped. A
+transaction can change no item other than those it names, so that is the state the whole-table copy
+restored, at O(n).
+
+It is also closer to DynamoDB in one way: moto serves requests on several threads, and restoring a whole
+table copy also undid the writes other requests had made meanwhile to items the transaction does not name.
+(An entry with two operations, which moto rejects without rolling back the ones before it, is rolled back.)
+
+An operation whose table or key cannot be read here (a malformed request, which moto rejects itself) gets
+moto's own whole-table backup of that table, so such a request is rolled back as moto would.
 
 Run with the emulator's Python: .venv-moto/bin/python scripts/moto_server.py -H 127.0.0.1 -p 5000
 Set AZEVAC_MOTO_UNFIXED=1 to serve moto unchanged (the benchmark reports both).
@@ -16,41 +26,102 @@ import sys
 import threading
 
 import moto.dynamodb.models as dynamodb_models
+from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 from moto.server import main
 
 
-class _TableBackupOncePerTransaction:
+def _item_key(table, op_type, op):
+    """The (hash, range) key an operation of a transaction writes or checks; raises if it cannot be read."""
+    attrs = op["Item"] if op_type == "Put" else op["Key"]
+    hash_value = DynamoType(attrs[table.hash_key_attr])
+    range_value = DynamoType(attrs[table.range_key_attr]) if table.range_key_attr else None
+    return hash_value, range_value
+
+
+class _ItemBackup:
+    """The items one transaction names, as they were before it ran, and how to put them back."""
+
+    def __init__(self, backend, transact_items):
+        self.items = {}  # (table name, hash, range) -> (table, the item's copy or None)
+        self.streams = {}  # table name -> (table, stream records before the transaction)
+        self.whole_tables = set()  # tables an operation of which could not be read: moto copies these
+        if len(transact_items) > 100:
+            return  # moto refuses the transaction before it changes anything
+        for entry in transact_items:
+            try:
+                op_type, op = next(iter(entry.items()))
+                # get_table takes a name or an ARN, as the operations do.
+                table = backend.get_table(op["TableName"])
+            except Exception:
+                continue  # moto cancels an operation on a missing table before it changes anything
+            try:
+                key = _item_key(table, op_type, op)
+                ident = (table.name, *key)
+                if ident not in self.items:
+                    self.items[ident] = (table, copy.deepcopy(table.get_item(*key)))
+            except Exception:
+                # A key moto cannot read either (no key attribute, a malformed value): moto's own backup.
+                self.whole_tables.add(table.name)
+                continue
+            if table.stream_shard is not None and table.name not in self.streams:
+                self.streams[table.name] = (table, len(table.stream_shard.items))
+
+    def copies_table(self, table):
+        """Whether moto's own whole-table copy is still needed for this table."""
+        return table.name in self.whole_tables
+
+    def restore(self):
+        for (_, hash_value, range_value), (table, item) in self.items.items():
+            if range_value is None:
+                if item is None:
+                    table.items.pop(hash_value, None)
+                else:
+                    table.items[hash_value] = item
+            elif item is None:
+                table.items[hash_value].pop(range_value, None)
+            else:
+                table.items[hash_value][range_value] = item
+        for table, length in self.streams.values():
+            # A shard that passed its records on to a Lambda function in the meantime starts over.
+            if table.stream_shard is not None and len(table.stream_shard.items) >= length:
+                del table.stream_shard.items[length:]
+
+
+class _TransactionItemBackup:
     """Stands in for the `copy` module inside moto.dynamodb.models."""
 
     def __init__(self) -> None:
-        # moto server answers requests on several threads; each transaction has its own backups.
+        # moto server answers requests on several threads; each transaction has its own backup.
         self._local = threading.local()
 
     def deepcopy(self, obj, memo=None):
-        backups = getattr(self._local, "backups", None)
-        if backups is None or not isinstance(obj, Table):
+        backup = getattr(self._local, "backup", None)
+        if backup is None or not isinstance(obj, Table) or backup.copies_table(obj):
             return copy.deepcopy(obj, memo)
-        if id(obj) not in backups:
-            backups[id(obj)] = (obj, copy.deepcopy(obj, memo))
-        return backups[id(obj)][1]
+        # moto's rollback puts this object back as the table: the live table, whose items `restore` resets.
+        return obj
 
     def __getattr__(self, name):
         return getattr(copy, name)
 
     def transaction(self, run):
         def transact_write_items(backend, transact_items):
-            self._local.backups = {}
+            backup = _ItemBackup(backend, transact_items)
+            self._local.backup = backup
             try:
                 return run(backend, transact_items)
+            except BaseException:
+                backup.restore()
+                raise
             finally:
-                self._local.backups = None
+                self._local.backup = None
 
         return transact_write_items
 
 
 def apply_fix() -> None:
-    shim = _TableBackupOncePerTransaction()
+    shim = _TransactionItemBackup()
     dynamodb_models.copy = shim
     backend = dynamodb_models.DynamoDBBackend
     backend.transact_write_items = shim.transaction(backend.transact_write_items)

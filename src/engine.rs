@@ -25,14 +25,59 @@ use crate::stats::Phases;
 use crate::topology::{self, Zones};
 use crate::{Error, Result};
 
-/// How old a batch's read under the lock may be when a line's turn to change comes; older, and the
-/// line's resource is read again alone (a change is never computed from a stale read).
+/// How old a batch's read under the lock may be when a line's turn to change comes, beyond the time
+/// the changes started before it take at their services' paced rates ([`Settings::read_age`]);
+/// older, and the line's resource is read again alone (a change is never computed from a stale read).
 const STALE: Duration = Duration::from_secs(5);
-/// Batches of a type carried out at once: while one waits for its journal transaction or its read
-/// under the lock, the other's changes use the `--concurrency` slots. With more, a batch's read
-/// under the lock would age past [`STALE`] waiting for slots (measured: 70 of 180 groups read
-/// again alone with four), and each of its lines be read again alone.
+/// The most that pacing adds to [`STALE`]: a very low `--max-rate` must not make an old read fresh.
+const PACED_AT_MOST: Duration = Duration::from_secs(25);
+/// Batches of a type in flight: while one has its turn (reads its resources under the lock and
+/// starts its changes), the next takes its locks and the one before releases them, so the journal's
+/// transactions overlap the changes. The turn passes on once the batch's last change has started,
+/// so the next batch's read overlaps only the last changes in flight, and the bucket never waits
+/// for a read.
 const BATCHES_IN_FLIGHT: usize = 2;
+
+/// One resource type's pipeline: whose turn it is (batches take it in plan order, whichever's locks
+/// come first) and its `--concurrency` slots, shared by its batches in flight.
+struct Pipeline {
+    turn: tokio::sync::watch::Sender<usize>,
+    slots: tokio::sync::Semaphore,
+}
+
+/// A batch's turn: passed on to the next batch once, when its last change has started or when the
+/// batch ends however it ends (a turn never passed would stop the type).
+struct Turn<'a> {
+    pipeline: &'a Pipeline,
+    next: usize,
+    passed: std::sync::atomic::AtomicBool,
+}
+
+impl<'a> Turn<'a> {
+    /// Wait for batch `number`'s turn.
+    async fn take(pipeline: &'a Pipeline, number: usize) -> Turn<'a> {
+        let mut turns = pipeline.turn.subscribe();
+        // The sender lives in the pipeline, which outlives every batch: the wait cannot fail.
+        let _ = turns.wait_for(|turn| *turn == number).await;
+        Turn {
+            pipeline,
+            next: number + 1,
+            passed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn pass(&self) {
+        if !self.passed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            self.pipeline.turn.send_replace(self.next);
+        }
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.pass();
+    }
+}
 
 /// How a run carries its plan out.
 #[derive(Debug, Clone)]
@@ -45,6 +90,25 @@ pub struct Settings {
     pub lease: Duration,
     /// `--wait`: how long to wait for changed resources to settle (`None`: do not wait).
     pub wait: Option<Duration>,
+    /// Per resource type, the rate its changes are paced to (`--max-rate` and the defaults; see
+    /// [`plugins::paced_rates`]); a type not listed is not paced.
+    pub paced: BTreeMap<String, f64>,
+}
+
+impl Settings {
+    /// How old a batch's read may be when a line changes after these lines (of these types) have
+    /// started: [`STALE`], plus the time their changes take at their types' paced rates, at most
+    /// [`PACED_AT_MOST`]. The 50th line of a batch behind a bucket of 10/s starts 5 s after the first
+    /// by design; reading it again alone would put one more call on that bucket.
+    pub fn read_age<'a>(&self, started_before: impl IntoIterator<Item = &'a str>) -> Duration {
+        let paced: f64 = started_before
+            .into_iter()
+            .filter_map(|t| self.paced.get(t))
+            .filter(|rate| **rate > 0.0)
+            .map(|rate| 1.0 / rate)
+            .sum();
+        STALE + Duration::from_secs_f64(paced).min(PACED_AT_MOST)
+    }
 }
 
 /// A plan ready to be carried out, with the plugins it was made with.
@@ -142,10 +206,16 @@ pub async fn prepare(
                 request,
                 still_evacuated: &still_evacuated,
             };
-            for plugin in &plugins {
+            // Each type reads its resources from its own service: side by side, as evacuate plans.
+            let reads = plugins.iter().map(|plugin| {
                 let records = by_type.remove(plugin.resource_type()).unwrap_or_default();
                 let kept = records.len();
-                match isolate(plugin.plan_recovery(records, &scope).await)? {
+                let scope = &scope;
+                async move { (kept, plugin.plan_recovery(records, scope).await) }
+            });
+            let planned = futures::future::join_all(reads.collect::<Vec<_>>()).await;
+            for (plugin, (kept, lines)) in plugins.iter().zip(planned) {
+                match isolate(lines)? {
                     Ok(lines) => plan.items.extend(lines),
                     Err(e) => plan.problems.push(format!(
                         "{}: could not be planned, so its {kept} journal record(s) are kept for the next recover: {}",
@@ -229,7 +299,9 @@ async fn review(plugins: &[Box<dyn Plugin>], plan: &mut Plan, scope: &Scope<'_>)
 async fn headroom(plugins: &[Box<dyn Plugin>], plan: &mut Plan, scope: &Scope<'_>, ec2: &aws_sdk_ec2::Client) {
     let mut demands = Vec::new();
     let mut unchecked: Vec<(String, String)> = Vec::new();
-    for plugin in plugins {
+    // Each type's reads go to its own service and quota: side by side, the check takes as long as
+    // the slowest type's reads, not their sum (ECS tasks and Lambda interfaces behind their rates).
+    let reads = plugins.iter().filter_map(|plugin| {
         let lines: Vec<&Item> = plan
             .items
             .iter()
@@ -239,12 +311,12 @@ async fn headroom(plugins: &[Box<dyn Plugin>], plan: &mut Plan, scope: &Scope<'_
                     && i.removed_subnets.as_ref().is_some_and(|r| !r.is_empty())
             })
             .collect();
-        if lines.is_empty() {
-            continue;
-        }
-        match plugin.demand(&lines, scope).await {
+        (!lines.is_empty()).then_some(async move { (plugin.resource_type(), plugin.demand(&lines, scope).await) })
+    });
+    for (resource_type, found) in futures::future::join_all(reads).await {
+        match found {
             Ok(found) => demands.extend(found),
-            Err(e) => unchecked.push((plugin.resource_type().to_owned(), describe(&e))),
+            Err(e) => unchecked.push((resource_type.to_owned(), describe(&e))),
         }
     }
     let subnets: BTreeSet<String> = demands.iter().flat_map(|d| d.remaining.iter().cloned()).collect();
@@ -476,15 +548,18 @@ impl Run<'_> {
             parts.entry(part).or_default().push(i);
         }
         let in_flight = BATCHES_IN_FLIGHT.min(self.settings.concurrency).max(1);
-        let slots: Vec<tokio::sync::Semaphore> = parts
+        let types: Vec<Pipeline> = parts
             .keys()
-            .map(|_| tokio::sync::Semaphore::new(self.settings.concurrency.max(1)))
+            .map(|_| Pipeline {
+                turn: tokio::sync::watch::Sender::new(0),
+                slots: tokio::sync::Semaphore::new(self.settings.concurrency.max(1)),
+            })
             .collect();
         let bar = &bar;
-        let pipelines = parts.values().zip(&slots).map(|(part, slots)| {
-            futures::stream::iter(batch_plans(plan, part))
-                .map(move |(indices, mut lines, local)| async move {
-                    self.batch(&mut lines, command, local, bar, slots).await;
+        let pipelines = parts.values().zip(&types).map(|(part, pipeline)| {
+            futures::stream::iter(batch_plans(plan, part).into_iter().enumerate())
+                .map(move |(number, (indices, mut lines, local))| async move {
+                    self.batch(&mut lines, command, local, bar, (pipeline, number)).await;
                     (indices, lines)
                 })
                 .buffer_unordered(in_flight)
@@ -500,17 +575,19 @@ impl Run<'_> {
         bar.finish_and_clear();
     }
 
-    /// One batch: acquire, read again, act, release.
+    /// One batch (the `number`th of its type): acquire; then, with the type's turn, read again and
+    /// start the changes (passing the turn on when the last has started); release once they end.
     async fn batch(
         &self,
         plan: &mut Plan,
         command: Command,
         groups: Vec<Vec<usize>>,
         bar: &indicatif::ProgressBar,
-        slots: &tokio::sync::Semaphore,
+        (pipeline, number): (&Pipeline, usize),
     ) {
         let indices: Vec<usize> = groups.iter().flatten().copied().collect();
         let mut lines = self.acquire(plan, command, &indices).await;
+        let turn = Turn::take(pipeline, number).await;
         self.refresh(plan, command, &mut lines).await;
         let read_at = Instant::now();
         // Act: groups (resources) at once up to the concurrency, a resource's lines in order.
@@ -523,13 +600,37 @@ impl Run<'_> {
                     .collect()
             })
             .collect();
+        let changing = |group: &[(Item, Line)]| {
+            group
+                .iter()
+                .any(|(item, line)| line.held.is_some() && item.status == Status::Planned)
+        };
+        let unstarted = std::sync::atomic::AtomicUsize::new(work.iter().filter(|g| changing(g)).count());
+        // The types of the lines started so far: each line's read may be as old as their changes take.
+        let started: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+        let (unstarted, started, turn, changing) = (&unstarted, &started, &turn, &changing);
         let acted: Vec<(Item, Line)> = futures::stream::iter(work)
             .map(|group| async move {
-                // The bound on changes in flight, shared by the type's batches in flight.
-                let _slot = slots.acquire().await;
+                let mut fresh_for = STALE;
+                // Nothing to change (skipped at acquire, failed at the read): no slot, no wait.
+                let _slot = if changing(&group) {
+                    // The bound on changes in flight, shared with the type's next batch once it has
+                    // the turn (the semaphore is FIFO: this batch's groups go first).
+                    let slot = pipeline.slots.acquire().await;
+                    if let Ok(mut started) = started.lock() {
+                        fresh_for = self.settings.read_age(started.iter().map(String::as_str));
+                        started.extend(group.iter().map(|(item, _)| item.resource_type.clone()));
+                    }
+                    if unstarted.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+                        turn.pass();
+                    }
+                    Some(slot)
+                } else {
+                    None
+                };
                 let mut out = Vec::with_capacity(group.len());
                 for (mut item, mut line) in group {
-                    self.act(command, &mut item, &mut line, read_at).await;
+                    self.act(command, &mut item, &mut line, read_at, fresh_for).await;
                     bar.set_message(format!("{} {}", item.resource_type, item.name));
                     bar.inc(1);
                     out.push((item, line));
@@ -540,6 +641,8 @@ impl Run<'_> {
             .flat_map(futures::stream::iter)
             .collect()
             .await;
+        // Also when no group had anything to change (then none passed it).
+        turn.pass();
         let mut releasing = Vec::new();
         let mut order = Vec::new();
         for (item, line) in acted {
@@ -696,13 +799,13 @@ impl Run<'_> {
     }
 
     /// Carry one held line out and decide how it is released. A line whose batch was read again
-    /// longer than [`STALE`] ago (slow changes before it, such as `--pace`) is read again alone
+    /// longer than `fresh_for` ago (slow changes before it, such as `--pace`) is read again alone
     /// first, so that no change is computed from an old read.
-    async fn act(&self, command: Command, item: &mut Item, line: &mut Line, read_at: Instant) {
+    async fn act(&self, command: Command, item: &mut Item, line: &mut Line, read_at: Instant, fresh_for: Duration) {
         if line.held.is_none() {
             return;
         }
-        if item.status == Status::Planned && read_at.elapsed() > STALE {
+        if item.status == Status::Planned && read_at.elapsed() > fresh_for {
             // The line alone, as line 0 of a plan of one.
             let mut alone = Line {
                 index: 0,
@@ -925,4 +1028,70 @@ fn progress_bar(enabled: bool, len: usize) -> indicatif::ProgressBar {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
     bar.set_style(style);
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(paced: &[(&str, f64)]) -> Settings {
+        Settings {
+            concurrency: 16,
+            progress: false,
+            lease: Duration::from_secs(60),
+            wait: None,
+            paced: paced.iter().map(|(t, r)| (t.to_string(), *r)).collect(),
+        }
+    }
+
+    /// A read is fresh for 5 s plus the time the changes started before the line take at their
+    /// paced rates: after 50 Auto Scaling lines at 10/s 5 s more, after 15 Lambda ones at 15/s one
+    /// more; an unpaced type adds nothing, and pacing adds at most 25 s.
+    #[test]
+    fn a_paced_batch_keeps_its_read_for_the_changes_before_each_line() {
+        let paced = settings(&[("asg", 10.0), ("lambda", 15.0)]);
+        assert_eq!(paced.read_age(["asg"; 50]), Duration::from_secs(10));
+        assert_eq!(paced.read_age([]), STALE);
+        assert_eq!(paced.read_age(["ecs"; 50]), STALE);
+        let mixed = paced.read_age(["lambda"; 15].into_iter().chain(["ecs"; 10]));
+        assert!((mixed.as_secs_f64() - 6.0).abs() < 1e-9, "{mixed:?}");
+        assert_eq!(settings(&[("asg", 0.0)]).read_age(["asg"; 50]), STALE);
+        assert_eq!(settings(&[("asg", 0.1)]).read_age(["asg"; 50]), STALE + PACED_AT_MOST);
+    }
+
+    /// The services a type changes through are among those its IAM actions are listed under (the
+    /// policy's drift test covers those).
+    #[test]
+    fn every_type_changes_through_services_it_is_authorized_for() {
+        for registration in plugins::REGISTRY {
+            for service in registration.changes_through {
+                assert!(
+                    registration.services.contains(service),
+                    "{}: {service}",
+                    registration.name
+                );
+            }
+        }
+    }
+
+    /// A type is paced by the service its changes go through (Auto Scaling's reads of load
+    /// balancers do not count), of several the fastest; a type with an unpaced one is not paced.
+    #[test]
+    fn each_type_is_paced_by_the_service_it_changes_through() {
+        let rate = |per_second| Some(crate::pacing::Rate { per_second, burst: 20 });
+        let limits = crate::pacing::Limits::default().with_overrides(&[
+            ("autoscaling".to_owned(), rate(10.0)),
+            ("elasticloadbalancing".to_owned(), rate(1.0)),
+            ("rds".to_owned(), rate(2.0)),
+        ]);
+        let rates = plugins::paced_rates(&limits);
+        assert_eq!(rates.get("asg"), Some(&10.0));
+        assert_eq!(rates.get("lambda"), Some(&15.0));
+        assert_eq!(rates.get("nat"), Some(&20.0));
+        assert_eq!(rates.get("db"), None, "ElastiCache is not paced");
+        assert_eq!(rates.get("ecs"), None);
+        assert_eq!(rates.get("eks"), None);
+        let both = limits.with_overrides(&[("elasticache".to_owned(), rate(4.0))]);
+        assert_eq!(plugins::paced_rates(&both).get("db"), Some(&4.0));
+    }
 }

@@ -88,6 +88,11 @@ impl Limits {
         self
     }
 
+    /// The sustained rate `service` is paced to, if it is.
+    pub fn rate(&self, service: &str) -> Option<f64> {
+        self.0.get(service).map(|r| r.per_second)
+    }
+
     /// What is paced (for the refusal below and the tests).
     pub fn describe(&self) -> String {
         if self.0.is_empty() {

@@ -189,6 +189,7 @@ impl Context {
             progress: self.progress,
             lease: self.lease,
             wait: wait.wait.then_some(wait.wait_timeout),
+            paced: crate::plugins::paced_rates(&self.pacing),
         };
         let notifier = crate::notify::Notifier::new(&self.sdk, notify);
         let started = std::time::Instant::now();

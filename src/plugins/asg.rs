@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use aws_sdk_autoscaling::types::AutoScalingGroup;
+use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
@@ -19,6 +20,8 @@ pub const TYPE: &str = "asg";
 
 /// Auto Scaling pages (and accepts names) 100 at a time.
 const PAGE: usize = 100;
+/// Pages of named groups read at once.
+const READ_CONCURRENCY: usize = 4;
 
 /// What an operator should know before an ASG loses subnets.
 const REPLACEMENT_NOTE: &str =
@@ -118,45 +121,27 @@ impl SubnetService for AutoScaling {
     }
 
     async fn discover(&self) -> Result<Vec<Resource>> {
-        let groups = self
-            .client
-            .describe_auto_scaling_groups()
-            .max_records(PAGE as i32)
-            .into_paginator()
-            .items()
-            .send()
-            .try_collect()
-            .await
-            .map_err(|e| Error::from_sdk("autoscaling:DescribeAutoScalingGroups", e))?;
-        Ok(groups.into_iter().map(to_resource).collect())
+        Ok(self.describe(None).await?.into_iter().map(to_resource).collect())
     }
 
     async fn read(&self, ids: &[String]) -> Result<BTreeMap<String, Resource>> {
         let names: Vec<String> = ids.iter().filter_map(|arn| name_from_arn(arn)).collect();
         let wanted: std::collections::BTreeSet<&String> = ids.iter().collect();
-        let mut found = BTreeMap::new();
-        for chunk in names.chunks(PAGE) {
-            let groups: Vec<AutoScalingGroup> = self
-                .client
-                .describe_auto_scaling_groups()
-                .set_auto_scaling_group_names(Some(chunk.to_vec()))
-                .max_records(PAGE as i32)
-                .into_paginator()
-                .items()
-                .send()
-                .try_collect()
-                .await
-                .map_err(|e| Error::from_sdk("autoscaling:DescribeAutoScalingGroups", e))?;
-            // A group deleted and re-created under the same name has a new ARN: it is not ours.
-            found.extend(
-                groups
-                    .into_iter()
-                    .map(to_resource)
-                    .filter(|r| wanted.contains(&r.id))
-                    .map(|r| (r.id.clone(), r)),
-            );
-        }
-        Ok(found)
+        // A recover of 1,000 groups reads 10 pages: one after the other they serialise the plan on
+        // the call latency. Collected first: a lazy map inside the stream trips async-trait's Send check.
+        let reads: Vec<_> = names.chunks(PAGE).map(|chunk| self.describe(Some(chunk))).collect();
+        let pages: Vec<Vec<AutoScalingGroup>> = futures::stream::iter(reads)
+            .buffer_unordered(READ_CONCURRENCY)
+            .try_collect()
+            .await?;
+        // A group deleted and re-created under the same name has a new ARN: it is not ours.
+        Ok(pages
+            .into_iter()
+            .flatten()
+            .map(to_resource)
+            .filter(|r| wanted.contains(&r.id))
+            .map(|r| (r.id.clone(), r))
+            .collect())
     }
 
     async fn apply(&self, resource: &Resource, subnets: &[String]) -> Result<()> {
@@ -314,6 +299,19 @@ impl SubnetService for AutoScaling {
 }
 
 impl AutoScaling {
+    /// The groups of these names (at most [`PAGE`]; `None`: every group), every page of the answer.
+    async fn describe(&self, names: Option<&[String]>) -> Result<Vec<AutoScalingGroup>> {
+        self.client
+            .describe_auto_scaling_groups()
+            .set_auto_scaling_group_names(names.map(<[String]>::to_vec))
+            .max_records(PAGE as i32)
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| Error::from_sdk("autoscaling:DescribeAutoScalingGroups", e))
+    }
     /// One group as it is now.
     async fn group(&self, name: &str) -> Result<AutoScalingGroup> {
         let out = self

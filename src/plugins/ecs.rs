@@ -215,32 +215,48 @@ impl SubnetService for Ecs {
     /// subnet of their network interface, else by their `availabilityZone`. Each needs an address in
     /// the remaining subnets (awsvpc: one interface per task).
     async fn presence(&self, resources: &[Resource], place: &Place<'_>) -> Result<BTreeMap<String, Presence>> {
-        // One service's tasks at a time would serialise the plan on the call latency.
-        let reads: Vec<_> = resources
-            .iter()
-            .map(|resource| async move {
-                let detail: Detail = resource.detail_as()?;
-                let service = resource.id.rsplit('/').next().unwrap_or(&resource.id);
-                let in_zone: Vec<String> = self
-                    .tasks(&detail.cluster, service)
-                    .await?
-                    .iter()
-                    .filter(|t| task_in_zone(t, place))
-                    .filter_map(|t| t.task_arn().map(str::to_owned))
-                    .collect();
-                let presence = Presence {
-                    needs: in_zone.clone(),
-                    in_zone,
-                    units: "tasks",
-                    note: None,
+        let mut by_cluster: BTreeMap<String, Vec<(&Resource, &str)>> = BTreeMap::new();
+        for resource in resources {
+            let detail: Detail = resource.detail_as()?;
+            let service = resource.id.rsplit('/').next().unwrap_or(&resource.id);
+            by_cluster.entry(detail.cluster).or_default().push((resource, service));
+        }
+        // One cluster (or one service) at a time would serialise the plan on the call latency.
+        let reads: Vec<_> = by_cluster
+            .into_iter()
+            .map(|(cluster, services)| async move {
+                let by_group = match services.len() {
+                    1 => None,
+                    planned => self.cluster_tasks(&cluster, planned).await?,
                 };
-                Ok::<_, Error>((resource.id.clone(), presence))
+                let mut found = Vec::new();
+                for (resource, service) in services {
+                    let tasks = match by_group.as_ref() {
+                        // The same service can be asked for twice (its cluster named and ARN'd).
+                        Some(by_group) => by_group.get(&format!("service:{service}")).cloned().unwrap_or_default(),
+                        None => self.tasks(&cluster, service).await?,
+                    };
+                    let in_zone: Vec<String> = tasks
+                        .iter()
+                        .filter(|t| task_in_zone(t, place))
+                        .filter_map(|t| t.task_arn().map(str::to_owned))
+                        .collect();
+                    let presence = Presence {
+                        needs: in_zone.clone(),
+                        in_zone,
+                        units: "tasks",
+                        note: None,
+                    };
+                    found.push((resource.id.clone(), presence));
+                }
+                Ok::<_, Error>(found)
             })
             .collect();
-        futures::stream::iter(reads)
+        let found: Vec<Vec<(String, Presence)>> = futures::stream::iter(reads)
             .buffer_unordered(READ_CONCURRENCY)
             .try_collect()
-            .await
+            .await?;
+        Ok(found.into_iter().flatten().collect())
     }
 
     async fn settle(&self, resources: &[Resource], timeout: Duration) -> Result<Vec<(String, String)>> {
@@ -283,6 +299,69 @@ impl SubnetService for Ecs {
 }
 
 impl Ecs {
+    /// A cluster's running tasks by group (`service:NAME`, which ECS gives every task a service
+    /// starts), read for the whole cluster when its listing takes at most `planned` pages: then it
+    /// costs about what reading each of its `planned` services does (a listing page and a describe
+    /// each). A bigger cluster (many tasks of services not in the plan) is `None`, read service by
+    /// service after those pages.
+    async fn cluster_tasks(
+        &self,
+        cluster: &str,
+        planned: usize,
+    ) -> Result<Option<BTreeMap<String, Vec<aws_sdk_ecs::types::Task>>>> {
+        let mut arns: Vec<String> = Vec::new();
+        let mut next_token = None;
+        for _ in 0..planned {
+            let page = self
+                .client
+                .list_tasks()
+                .cluster(cluster)
+                .desired_status(aws_sdk_ecs::types::DesiredStatus::Running)
+                .max_results(LIST_PAGE)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|e| Error::from_sdk("ecs:ListTasks", e))?;
+            arns.extend(page.task_arns().iter().cloned());
+            next_token = page.next_token().map(str::to_owned);
+            if next_token.is_none() {
+                break;
+            }
+        }
+        if next_token.is_some() {
+            return Ok(None);
+        }
+        let describes: Vec<_> = arns
+            .chunks(TASKS_BATCH)
+            .map(|chunk| self.describe_tasks(cluster, chunk))
+            .collect();
+        let described: Vec<Vec<aws_sdk_ecs::types::Task>> = futures::stream::iter(describes)
+            .buffer_unordered(READ_CONCURRENCY)
+            .try_collect()
+            .await?;
+        let mut by_group: BTreeMap<String, Vec<aws_sdk_ecs::types::Task>> = BTreeMap::new();
+        // A task started outside a service (RunTask) has a group of its own or none: no service's.
+        for task in described.into_iter().flatten() {
+            if let Some(group) = task.group().map(str::to_owned) {
+                by_group.entry(group).or_default().push(task);
+            }
+        }
+        Ok(Some(by_group))
+    }
+
+    /// One DescribeTasks call (at most [`TASKS_BATCH`] tasks).
+    async fn describe_tasks(&self, cluster: &str, arns: &[String]) -> Result<Vec<aws_sdk_ecs::types::Task>> {
+        let out = self
+            .client
+            .describe_tasks()
+            .cluster(cluster)
+            .set_tasks(Some(arns.to_vec()))
+            .send()
+            .await
+            .map_err(|e| Error::from_sdk("ecs:DescribeTasks", e))?;
+        Ok(out.tasks().to_vec())
+    }
+
     /// The running tasks of one service. A service's tasks are in the group `service:NAME`; the
     /// group is checked too, so that a listing that does not filter by service counts none of
     /// another's.
@@ -303,20 +382,8 @@ impl Ecs {
         let group = format!("service:{service}");
         let mut tasks = Vec::new();
         for chunk in arns.chunks(TASKS_BATCH) {
-            let out = self
-                .client
-                .describe_tasks()
-                .cluster(cluster)
-                .set_tasks(Some(chunk.to_vec()))
-                .send()
-                .await
-                .map_err(|e| Error::from_sdk("ecs:DescribeTasks", e))?;
-            tasks.extend(
-                out.tasks()
-                    .iter()
-                    .filter(|t| t.group().is_none_or(|g| g == group))
-                    .cloned(),
-            );
+            let described = self.describe_tasks(cluster, chunk).await?;
+            tasks.extend(described.into_iter().filter(|t| t.group().is_none_or(|g| g == group)));
         }
         Ok(tasks)
     }
@@ -580,16 +647,7 @@ mod tests {
         let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&page1, &page2, &describe]);
         let ecs = Ecs::new(client, vec!["prod".into()]);
         let resource = to_resource("prod", &service("web"));
-        let zone = crate::topology::Zone {
-            id: "use1-az2".into(),
-            name: "us-east-1c".into(),
-        };
-        let zone_subnets = std::collections::BTreeSet::from(["subnet-zone".to_string()]);
-        let ec2 = aws_sdk_ec2::Client::from_conf(
-            aws_sdk_ec2::Config::builder()
-                .behavior_version(aws_sdk_ec2::config::BehaviorVersion::latest())
-                .build(),
-        );
+        let (zone, zone_subnets, ec2) = place_parts();
         let place = Place {
             zone: &zone,
             zone_subnets: &zone_subnets,
@@ -604,5 +662,155 @@ mod tests {
         assert_eq!(web.in_zone.len(), expected);
         assert_eq!(web.needs, web.in_zone);
         assert_eq!(describe.num_calls(), 2, "150 tasks: two DescribeTasks calls");
+    }
+
+    /// use1-az2 (us-east-1c), whose one subnet is `subnet-zone`, and an EC2 client no call reaches.
+    fn place_parts() -> (
+        crate::topology::Zone,
+        std::collections::BTreeSet<String>,
+        aws_sdk_ec2::Client,
+    ) {
+        let zone = crate::topology::Zone {
+            id: "use1-az2".into(),
+            name: "us-east-1c".into(),
+        };
+        let ec2 = aws_sdk_ec2::Client::from_conf(
+            aws_sdk_ec2::Config::builder()
+                .behavior_version(aws_sdk_ec2::config::BehaviorVersion::latest())
+                .build(),
+        );
+        (zone, std::collections::BTreeSet::from(["subnet-zone".to_string()]), ec2)
+    }
+
+    /// A running task of `group`, in the zone's subnet or another.
+    fn task(arn: &str, group: &str, in_zone: bool) -> aws_sdk_ecs::types::Task {
+        use aws_sdk_ecs::types::{Attachment, KeyValuePair};
+        let subnet = if in_zone { "subnet-zone" } else { "subnet-other" };
+        aws_sdk_ecs::types::Task::builder()
+            .task_arn(arn)
+            .group(group)
+            .attachments(
+                Attachment::builder()
+                    .r#type("ElasticNetworkInterface")
+                    .details(KeyValuePair::builder().name("subnetId").value(subnet).build())
+                    .build(),
+            )
+            .build()
+    }
+
+    /// Task `n` of the cluster listing: services web, api and jobs in turn, every fifth a RunTask
+    /// (`family:batch`) task; even ones in the zone.
+    fn nth_task(arn: &str) -> aws_sdk_ecs::types::Task {
+        let n: usize = arn
+            .rsplit('t')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("task number");
+        let group = match (n % 5, n % 3) {
+            (4, _) => "family:batch",
+            (_, 0) => "service:web",
+            (_, 1) => "service:api",
+            _ => "service:jobs",
+        };
+        task(arn, group, n.is_multiple_of(2))
+    }
+
+    /// A cluster listing of `total` tasks in pages of 100; the rules count the pages and describes.
+    fn cluster_listing(total: usize) -> Vec<aws_smithy_mocks::Rule> {
+        use aws_sdk_ecs::operation::describe_tasks::DescribeTasksOutput;
+        use aws_sdk_ecs::operation::list_tasks::ListTasksOutput;
+        let arns: Vec<String> = (0..total)
+            .map(|i| format!("arn:aws:ecs:us-east-1:1:task/prod/t{i:03}"))
+            .collect();
+        let pages = mock!(aws_sdk_ecs::Client::list_tasks)
+            .match_requests(|r| r.service_name().is_none())
+            .then_compute_output(move |r| {
+                let start: usize = r.next_token().map_or(0, |t| t.parse().expect("token"));
+                let end = (start + 100).min(arns.len());
+                let page = ListTasksOutput::builder().set_task_arns(Some(arns[start..end].to_vec()));
+                if end < arns.len() {
+                    page.next_token(end.to_string())
+                } else {
+                    page
+                }
+                .build()
+            });
+        let describe = mock!(aws_sdk_ecs::Client::describe_tasks)
+            .match_requests(|r| r.tasks().len() <= TASKS_BATCH)
+            .then_compute_output(|r| {
+                DescribeTasksOutput::builder()
+                    .set_tasks(Some(r.tasks().iter().map(|arn| nth_task(arn)).collect()))
+                    .build()
+            });
+        vec![pages, describe]
+    }
+
+    /// The presence of these services of cluster prod in use1-az2, read through `client`.
+    async fn presence_of(client: aws_sdk_ecs::Client, names: &[&str]) -> (Vec<Resource>, BTreeMap<String, Presence>) {
+        let resources: Vec<Resource> = names.iter().map(|name| to_resource("prod", &service(name))).collect();
+        let (zone, zone_subnets, ec2) = place_parts();
+        let place = Place {
+            zone: &zone,
+            zone_subnets: &zone_subnets,
+            ec2: &ec2,
+        };
+        let found = Ecs::new(client, vec!["prod".into()])
+            .presence(&resources, &place)
+            .await
+            .expect("presence");
+        (resources, found)
+    }
+
+    /// Three services of one cluster with 250 tasks between them and RunTask tasks: the whole
+    /// cluster is listed (3 pages) and described (3 calls), no listing per service, and each
+    /// service counts only its own tasks in the zone.
+    #[tokio::test]
+    async fn presence_reads_a_small_cluster_whole_and_counts_each_services_tasks() {
+        let rules = cluster_listing(250);
+        let by_service = mock!(aws_sdk_ecs::Client::list_tasks)
+            .match_requests(|r| r.service_name().is_some())
+            .then_output(|| aws_sdk_ecs::operation::list_tasks::ListTasksOutput::builder().build());
+        let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&rules[0], &rules[1], &by_service]);
+        let (resources, found) = presence_of(client, &["web", "api", "jobs"]).await;
+        for (resource, remainder) in resources.iter().zip([0, 1, 2]) {
+            let expected = (0..250usize)
+                .filter(|n| n % 5 != 4 && n % 3 == remainder && n.is_multiple_of(2))
+                .count();
+            assert_eq!(found[&resource.id].in_zone.len(), expected, "{}", resource.id);
+        }
+        assert_eq!((rules[0].num_calls(), rules[1].num_calls()), (3, 3));
+        assert_eq!(by_service.num_calls(), 0);
+    }
+
+    /// Two services in a cluster of 250 tasks: the whole cluster would take more calls than the two
+    /// services, so its listing stops after two pages and each service is read on its own.
+    #[tokio::test]
+    async fn presence_reads_a_big_cluster_service_by_service() {
+        use aws_sdk_ecs::operation::list_tasks::ListTasksOutput;
+        let rules = cluster_listing(250);
+        let by_service = mock!(aws_sdk_ecs::Client::list_tasks)
+            .match_requests(|r| r.service_name().is_some())
+            .then_compute_output(|r| {
+                let name = r.service_name().expect("service");
+                let arn = format!(
+                    "arn:aws:ecs:us-east-1:1:task/prod/{name}-t{:03}",
+                    if name == "web" { 0 } else { 1 }
+                );
+                ListTasksOutput::builder().task_arns(arn).build()
+            });
+        let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&rules[0], &rules[1], &by_service]);
+        let (resources, found) = presence_of(client, &["web", "api"]).await;
+        assert_eq!(rules[0].num_calls(), 2, "the cluster listing stops at two pages");
+        assert_eq!(by_service.num_calls(), 2);
+        assert_eq!(rules[1].num_calls(), 2, "one describe per service");
+        assert_eq!(
+            found[&resources[0].id].in_zone.len(),
+            1,
+            "web's task t000 is in the zone"
+        );
+        assert!(
+            found[&resources[1].id].in_zone.is_empty(),
+            "api's task t001 is not: {found:?}"
+        );
     }
 }

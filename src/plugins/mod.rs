@@ -41,6 +41,8 @@ pub struct Registration {
     pub name: &'static str,
     /// The IAM service prefixes its calls are authorized under (for the IAM policy's drift test).
     pub services: &'static [&'static str],
+    /// The services its changes are made through (the signing names pacing goes by).
+    pub changes_through: &'static [&'static str],
     /// Builds the plugin from the run's setup; `None` when the type does not apply to this run.
     pub build: Constructor,
 }
@@ -50,6 +52,21 @@ impl Registration {
     pub fn is_kubernetes(&self) -> bool {
         self.services.is_empty()
     }
+}
+
+/// Per type, the rate its changes are paced to: the paced rate of the service its changes go
+/// through; of several (databases: RDS or ElastiCache), the fastest, so that no read is taken for
+/// fresh longer than the quickest of them needs. A type with a change service that is not paced
+/// (or none) is left out.
+pub fn paced_rates(limits: &crate::pacing::Limits) -> BTreeMap<String, f64> {
+    REGISTRY
+        .iter()
+        .filter_map(|r| {
+            let rates: Option<Vec<f64>> = r.changes_through.iter().map(|s| limits.rate(s)).collect();
+            let fastest = rates?.into_iter().reduce(f64::max)?;
+            Some((r.name.to_owned(), fastest))
+        })
+        .collect()
 }
 
 /// The types that act through Kubernetes contexts (not fanned out across accounts).
@@ -66,41 +83,49 @@ pub const REGISTRY: &[Registration] = &[
     Registration {
         name: asg::TYPE,
         services: &["autoscaling", "elasticloadbalancing"],
+        changes_through: &["autoscaling"],
         build: asg::plugin,
     },
     Registration {
         name: ecs::TYPE,
         services: &["ecs"],
+        changes_through: &["ecs"],
         build: ecs::plugin,
     },
     Registration {
         name: lambda::TYPE,
         services: &["lambda"],
+        changes_through: &["lambda"],
         build: lambda::plugin,
     },
     Registration {
         name: eks::TYPE,
         services: &[],
+        changes_through: &[],
         build: eks::plugin,
     },
     Registration {
         name: karpenter::TYPE,
         services: &[],
+        changes_through: &[],
         build: karpenter::plugin,
     },
     Registration {
         name: zonal_shift::TYPE,
         services: &["arc-zonal-shift"],
+        changes_through: &["arc-zonal-shift"],
         build: zonal_shift::plugin,
     },
     Registration {
         name: nat::TYPE,
         services: &["ec2"],
+        changes_through: &["ec2"],
         build: nat::plugin,
     },
     Registration {
         name: db::TYPE,
         services: &["rds", "elasticache"],
+        changes_through: &["rds", "elasticache"],
         build: db::plugin,
     },
 ];

@@ -15,6 +15,7 @@ mod demo_seed;
 mod doctor;
 mod ecs_lambda;
 mod eks;
+mod emulator;
 mod exposure;
 mod hardening;
 mod headroom;

@@ -1,0 +1,127 @@
+//! The emulator every test runs against is moto through scripts/moto_server.py, which replaces
+//! moto's whole-table rollback backup of TransactWriteItems with a backup of the items the
+//! transaction names. The journal's protocol rests on a cancelled transaction changing nothing, so
+//! that is checked here on the journal's own table: a cancelled transaction that overwrote, updated,
+//! deleted and created items leaves every item exactly as it was, and one that is not cancelled lands.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update};
+use azevac::journal::Journal;
+
+use crate::common::{self, attr_s, Moto, TABLE};
+
+type Item = HashMap<String, AttributeValue>;
+
+fn s(value: &str) -> AttributeValue {
+    AttributeValue::S(value.to_string())
+}
+
+fn key(az: &str, resource: &str) -> Item {
+    HashMap::from([("az_id".to_string(), s(az)), ("resource".to_string(), s(resource))])
+}
+
+fn record(az: &str, resource: &str, subnets: &[&str]) -> Item {
+    let mut item = key(az, resource);
+    item.insert("resource_type".to_string(), s("asg"));
+    item.insert(
+        "removed_subnets".to_string(),
+        AttributeValue::L(subnets.iter().map(|id| s(id)).collect()),
+    );
+    item
+}
+
+async fn sorted_items(sdk: &aws_config::SdkConfig) -> Vec<Item> {
+    let mut items = common::table_items(sdk).await;
+    items.sort_by_key(|item| (attr_s(item, "az_id"), attr_s(item, "resource")));
+    items
+}
+
+#[tokio::test]
+async fn a_cancelled_transaction_changes_nothing_and_a_landed_one_lands() {
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    Journal::new(&sdk, TABLE).create().await.expect("the journal table");
+    let db = aws_sdk_dynamodb::Client::new(&sdk);
+    for n in 0..40 {
+        let item = record("use1-az2", &format!("group-{n:02}"), &["subnet-a", "subnet-b"]);
+        db.put_item()
+            .table_name(TABLE)
+            .set_item(Some(item))
+            .send()
+            .await
+            .expect("PutItem");
+    }
+    let before = sorted_items(&sdk).await;
+
+    let overwrite = (0..10).map(|n| {
+        let put = Put::builder()
+            .table_name(TABLE)
+            .set_item(Some(record("use1-az2", &format!("group-{n:02}"), &["x"])));
+        TransactWriteItem::builder().put(put.build().expect("put")).build()
+    });
+    let update = (10..20).map(|n| {
+        let update = Update::builder()
+            .table_name(TABLE)
+            .set_key(Some(key("use1-az2", &format!("group-{n:02}"))))
+            .update_expression("SET removed = :none, extra = :extra")
+            .expression_attribute_values(":none", AttributeValue::L(Vec::new()))
+            .expression_attribute_values(":extra", s("changed"));
+        TransactWriteItem::builder()
+            .update(update.build().expect("update"))
+            .build()
+    });
+    let delete = (20..30).map(|n| {
+        let delete = Delete::builder()
+            .table_name(TABLE)
+            .set_key(Some(key("use1-az2", &format!("group-{n:02}"))));
+        TransactWriteItem::builder()
+            .delete(delete.build().expect("delete"))
+            .build()
+    });
+    let create = (0..10).map(|n| {
+        let put = Put::builder()
+            .table_name(TABLE)
+            .set_item(Some(record("use1-az3", &format!("new-{n}"), &["y"])));
+        TransactWriteItem::builder().put(put.build().expect("put")).build()
+    });
+    let fails = ConditionCheck::builder()
+        .table_name(TABLE)
+        .set_key(Some(key("use1-az2", "group-39")))
+        .condition_expression("attribute_not_exists(az_id)")
+        .build()
+        .expect("condition check");
+    let items: Vec<_> = overwrite
+        .chain(update)
+        .chain(delete)
+        .chain(create)
+        .chain([TransactWriteItem::builder().condition_check(fails).build()])
+        .collect();
+    let cancelled = db
+        .transact_write_items()
+        .set_transact_items(Some(items.clone()))
+        .send()
+        .await;
+    let code = cancelled.expect_err("the condition fails").into_service_error();
+    assert!(code.is_transaction_canceled_exception(), "{code:?}");
+    assert_eq!(
+        sorted_items(&sdk).await,
+        before,
+        "a cancelled transaction changed the table"
+    );
+
+    // The same writes without the failing check land, every one of them.
+    let landed = items[..items.len() - 1].to_vec();
+    db.transact_write_items()
+        .set_transact_items(Some(landed))
+        .send()
+        .await
+        .expect("TransactWriteItems");
+    let after = sorted_items(&sdk).await;
+    assert_eq!(after.len(), 40 - 10 + 10, "10 deleted, 10 created");
+    let by_name: HashMap<String, &Item> = after.iter().map(|item| (attr_s(item, "resource"), item)).collect();
+    assert_eq!(by_name["group-00"]["removed_subnets"], AttributeValue::L(vec![s("x")]));
+    assert_eq!(attr_s(by_name["group-15"], "extra"), "changed");
+    assert!(!by_name.contains_key("group-25"));
+    assert_eq!(attr_s(by_name["new-3"], "az_id"), "use1-az3");
+}
