@@ -3,7 +3,7 @@
 //! plan (every plugin, before anything changes) → per stage, per batch: acquire (locks + intent,
 //! one transaction) → read again and compute each change from the live state → act (bounded
 //! concurrency; a resource's lines in order) → release (done mark or delete + unlock, one
-//! transaction) → verify (read back) → settle (`--wait`).
+//! transaction) → verify (read back, each type once its batches have ended) → settle (`--wait`).
 //!
 //! A plugin can only change a resource through a [`Held`], which only [`Journal::acquire`] makes:
 //! the write-ahead is enforced by the types, not by the order of calls in a command.
@@ -450,11 +450,11 @@ impl Prepared {
                 }
                 continue;
             }
-            run.stage(&mut self.plan, &lines).await;
+            // Read back inside: each type as soon as its own lines have ended.
+            let done = run.stage(&mut self.plan, &lines).await;
             if stage == Stage::First {
-                crate::plan::hold_back(&mut self.plan);
+                crate::plan::hold_back(&mut self.plan, &done);
             }
-            run.verify(&mut self.plan, &lines).await;
             if stage == Stage::Capacity {
                 self.phases.end("apply (with journal writes)");
                 if let Some(timeout) = settings.wait {
@@ -505,6 +505,14 @@ struct Run<'a> {
     timeline: &'a crate::events::Timeline,
 }
 
+/// What a part of a stage (one type's pipeline) hands back as it goes.
+enum Ended {
+    /// A batch's lines (`(index in the plan, line)` pairs), as it ended.
+    Batch(Vec<(usize, Item)>),
+    /// The part's lines, once every batch of it had ended, as their read-back left them.
+    Verified(Vec<(usize, Item)>),
+}
+
 /// A line being carried out: its index in the plan and, once acquired, its lock and intent.
 struct Line {
     index: usize,
@@ -529,7 +537,9 @@ impl Run<'_> {
     /// one batch, in plan order. Each resource type goes through its own batches, side by side with
     /// the others (each service has its own quota), with `--concurrency` changes in flight and up
     /// to [`BATCHES_IN_FLIGHT`] batches; `--concurrency 1` is one change at a time, in plan order.
-    async fn stage(&self, plan: &mut Plan, lines: &[usize]) {
+    /// Each type's done lines are read back once its last batch has ended. Returns the resources
+    /// whose change was made (before their read-back).
+    async fn stage(&self, plan: &mut Plan, lines: &[usize]) -> BTreeSet<String> {
         let command = plan.command;
         let picked: Vec<usize> = lines
             .iter()
@@ -557,22 +567,49 @@ impl Run<'_> {
             .collect();
         let bar = &bar;
         let pipelines = parts.values().zip(&types).map(|(part, pipeline)| {
-            futures::stream::iter(batch_plans(plan, part).into_iter().enumerate())
+            // Each batch's lines as they ended, for the read-back once the part's last batch ends.
+            let ended = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let collected = Arc::clone(&ended);
+            let batches = futures::stream::iter(batch_plans(plan, part).into_iter().enumerate())
                 .map(move |(number, (indices, mut lines, local))| async move {
                     self.batch(&mut lines, command, local, bar, (pipeline, number)).await;
                     (indices, lines)
                 })
                 .buffer_unordered(in_flight)
-                .boxed()
+                .map(move |(indices, lines)| {
+                    let lines: Vec<(usize, Item)> = indices.into_iter().zip(lines.items).collect();
+                    if let Ok(mut ended) = collected.lock() {
+                        ended.extend(lines.iter().cloned());
+                    }
+                    Ended::Batch(lines)
+                });
+            // Read back as soon as the type is done, while the slower types still change: the
+            // read-back of a fast type never waits for the last change of a slow one.
+            let verified = futures::stream::once(async move {
+                let mut lines = ended.lock().map(|mut e| std::mem::take(&mut *e)).unwrap_or_default();
+                self.verify(&mut lines).await;
+                Ended::Verified(lines)
+            });
+            batches.chain(verified).boxed()
         });
         let mut ended = futures::stream::select_all(pipelines);
-        while let Some((indices, lines)) = ended.next().await {
-            for (i, item) in indices.into_iter().zip(lines.items) {
+        let mut done = BTreeSet::new();
+        while let Some(part) = ended.next().await {
+            let lines: Vec<(usize, Item)> = match part {
+                Ended::Batch(lines) => {
+                    let changed = lines.iter().filter(|(_, i)| i.status == Status::Done);
+                    done.extend(changed.map(|(_, i)| i.resource.clone()));
+                    lines
+                }
+                Ended::Verified(lines) => lines,
+            };
+            for (i, item) in lines {
                 plan.items[i] = item;
             }
             self.timeline.update(plan);
         }
         bar.finish_and_clear();
+        done
     }
 
     /// One batch (the `number`th of its type): acquire; then, with the type's turn, read again and
@@ -898,16 +935,14 @@ impl Run<'_> {
         }
     }
 
-    /// Trust, but verify: each plugin reads its done lines of this stage back.
-    async fn verify(&self, plan: &mut Plan, lines: &[usize]) {
-        let lines: BTreeSet<usize> = lines.iter().copied().collect();
+    /// Trust, but verify: each plugin reads back its lines that are done (`(index, line)` pairs of
+    /// one part of a stage, every batch of it ended).
+    async fn verify(&self, lines: &mut [(usize, Item)]) {
         for plugin in self.plugins {
-            let mut items: Vec<&mut Item> = plan
-                .items
+            let mut items: Vec<&mut Item> = lines
                 .iter_mut()
-                .enumerate()
-                .filter(|(i, item)| lines.contains(i) && item.resource_type == plugin.resource_type())
                 .map(|(_, item)| item)
+                .filter(|item| item.resource_type == plugin.resource_type())
                 .collect();
             if items.iter().any(|i| i.status == Status::Done) {
                 plugin.verify(&mut items).await;

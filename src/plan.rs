@@ -93,14 +93,9 @@ fn change(i: &Item) -> String {
 }
 
 /// Fail the planned lines whose prerequisite lines (`requires`) were not done: the change they
-/// wait for (a zonal shift) did not happen, so neither may they.
-pub fn hold_back(plan: &mut Plan) {
-    let done: BTreeSet<String> = plan
-        .items
-        .iter()
-        .filter(|i| i.status == Status::Done)
-        .map(|i| i.resource.clone())
-        .collect();
+/// wait for (a zonal shift) did not happen, so neither may they. `done` holds the resources whose
+/// change happened (done when it was made, whatever its read-back then found).
+pub fn hold_back(plan: &mut Plan, done: &BTreeSet<String>) {
     for item in plan.items.iter_mut().filter(|i| i.status == Status::Planned) {
         let missing: Vec<String> = item.requires.iter().filter(|r| !done.contains(*r)).cloned().collect();
         if !missing.is_empty() {

@@ -255,3 +255,82 @@ async fn types_clusters_and_tags_narrow_the_evacuation() {
     azevac(&moto, &["recover", "--type", "ecs", "--yes"]).expect_code(0);
     assert_eq!(live_services(&sdk).await, services);
 }
+
+/// A type that is done is read back at once, not after the slowest type's last change: with the
+/// one Auto Scaling group's update parked at the proxy, the function's read-back (a `GetFunction`
+/// after its batch's release transaction) still arrives. Before, every read-back waited for the
+/// stage's last change, so it never came while the update was parked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_done_type_is_read_back_while_a_slower_type_still_changes() {
+    use common::proxy::{Hold, Proxy};
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    let spec = Spec {
+        lambda_functions: vec![function("api-fn", &["use1-az1", "use1-az2"])],
+        ecs_services: Vec::new(),
+        ..mixed_estate()
+    };
+    estate::seed(&sdk, &spec).await;
+    let proxy = Proxy::start(&moto.endpoint);
+    proxy.hold(Hold {
+        label: Some("autoscaling:UpdateAutoScalingGroup".into()),
+        body_contains: String::new(),
+        nth: 1,
+    });
+    let mut child = common::command(
+        &proxy.endpoint,
+        &[
+            "evacuate",
+            "--az-id",
+            ZONE,
+            "--type",
+            "asg,lambda",
+            "--yes",
+            "--output",
+            "json",
+        ],
+        &[],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("spawn azevac");
+    assert_eq!(
+        proxy
+            .wait_held(Some(&mut child), std::time::Duration::from_secs(60))
+            .as_deref(),
+        Some("autoscaling:UpdateAutoScalingGroup")
+    );
+    // The function's update, then its batch's release, then its read-back: all while parked. (The
+    // proxy labels Lambda's REST calls by path: GetFunction is the function's own path.)
+    let function = "lambda:/2015-03-31/functions/arn%3Aaws%3Alambda%3Aus-east-1%3A123456789012%3Afunction%3Aapi-fn";
+    let read_back = |calls: &[String]| {
+        let updated = calls.iter().position(|c| *c == format!("{function}/configuration"));
+        let released = updated.and_then(|u| {
+            calls[u..]
+                .iter()
+                .position(|c| c == "dynamodb:TransactWriteItems")
+                .map(|r| u + r)
+        });
+        released.is_some_and(|r| calls[r..].iter().any(|c| c == function))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !read_back(&proxy.calls()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let seen = proxy.calls();
+    proxy.release();
+    let out = child.wait_with_output().expect("azevac ends");
+    assert!(
+        read_back(&seen),
+        "no read-back of the function while the group's update was parked: {seen:?}"
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let items = by_name(&doc);
+    for name in ["web-asg", "api-fn"] {
+        assert_eq!(items[name]["status"], "done", "{name}: {}", items[name]);
+    }
+    assert_eq!(live_groups(&sdk).await["web-asg"].len(), 1);
+    assert_eq!(live_functions(&sdk).await["api-fn"].0.len(), 1);
+}

@@ -3,6 +3,8 @@
 //! transaction names. The journal's protocol rests on a cancelled transaction changing nothing, so
 //! that is checked here on the journal's own table: a cancelled transaction that overwrote, updated,
 //! deleted and created items leaves every item exactly as it was, and one that is not cancelled lands.
+//! Its second fix answers items already in wire form as they are: every read answers what moto
+//! unchanged answers.
 
 use std::collections::HashMap;
 
@@ -124,4 +126,139 @@ async fn a_cancelled_transaction_changes_nothing_and_a_landed_one_lands() {
     assert_eq!(attr_s(by_name["group-15"], "extra"), "changed");
     assert!(!by_name.contains_key("group-25"));
     assert_eq!(attr_s(by_name["new-3"], "az_id"), "use1-az3");
+}
+
+/// Every kind of attribute value, nested too: the ones the launcher answers as they are and the
+/// ones it leaves to moto's own serializer (binary values).
+fn every_kind(n: usize) -> Item {
+    let nested = AttributeValue::M(HashMap::from([
+        (
+            "list".to_string(),
+            AttributeValue::L(vec![s("a"), AttributeValue::N("1.5".into())]),
+        ),
+        ("flag".to_string(), AttributeValue::Bool(false)),
+        ("nothing".to_string(), AttributeValue::Null(true)),
+        ("empty".to_string(), AttributeValue::M(HashMap::new())),
+    ]));
+    let mut item = key("use1-az2", &format!("item-{n:03}"));
+    item.extend([
+        ("resource_type".to_string(), s("asg")),
+        ("text".to_string(), s("")),
+        ("number".to_string(), AttributeValue::N(format!("-{n}.250"))),
+        ("strings".to_string(), AttributeValue::Ss(vec!["x".into(), "y".into()])),
+        ("numbers".to_string(), AttributeValue::Ns(vec!["1".into(), "20".into()])),
+        (
+            "list".to_string(),
+            AttributeValue::L(vec![nested.clone(), AttributeValue::L(Vec::new())]),
+        ),
+        ("map".to_string(), nested),
+        ("yes".to_string(), AttributeValue::Bool(true)),
+    ]);
+    if n.is_multiple_of(2) {
+        let bytes = aws_sdk_dynamodb::primitives::Blob::new(vec![0, 159, n as u8]);
+        item.insert("binary".to_string(), AttributeValue::B(bytes.clone()));
+        item.insert(
+            "binaries".to_string(),
+            AttributeValue::Bs(vec![bytes, aws_sdk_dynamodb::primitives::Blob::new(b"ok".to_vec())]),
+        );
+        item.insert(
+            "in_a_list".to_string(),
+            AttributeValue::L(vec![AttributeValue::B(aws_sdk_dynamodb::primitives::Blob::new(
+                b"b".to_vec(),
+            ))]),
+        );
+    }
+    item
+}
+
+/// What the reads answer on one server, for the items `every_kind` wrote there.
+async fn answers(moto: &Moto) -> Vec<Vec<Item>> {
+    let sdk = common::sdk(moto).await;
+    Journal::new(&sdk, TABLE).create().await.expect("the journal table");
+    let db = aws_sdk_dynamodb::Client::new(&sdk);
+    for n in 0..6 {
+        db.put_item()
+            .table_name(TABLE)
+            .set_item(Some(every_kind(n)))
+            .send()
+            .await
+            .expect("PutItem");
+    }
+    let query = db
+        .query()
+        .table_name(TABLE)
+        .consistent_read(true)
+        .key_condition_expression("az_id = :az")
+        .expression_attribute_values(":az", s("use1-az2"))
+        .send()
+        .await
+        .expect("Query");
+    let by_type = db
+        .query()
+        .table_name(TABLE)
+        .index_name(azevac::journal::TYPE_INDEX)
+        .key_condition_expression("resource_type = :t")
+        .expression_attribute_values(":t", s("asg"))
+        .send()
+        .await
+        .expect("Query on the index");
+    let got = db
+        .get_item()
+        .table_name(TABLE)
+        .set_key(Some(key("use1-az2", "item-002")))
+        .send()
+        .await
+        .expect("GetItem");
+    let updated = db
+        .update_item()
+        .table_name(TABLE)
+        .set_key(Some(key("use1-az2", "item-003")))
+        .update_expression("SET #n = :n")
+        .expression_attribute_names("#n", "number")
+        .expression_attribute_values(":n", AttributeValue::N("7".into()))
+        .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
+        .send()
+        .await
+        .expect("UpdateItem");
+    let deleted = db
+        .delete_item()
+        .table_name(TABLE)
+        .set_key(Some(key("use1-az2", "item-004")))
+        .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+        .send()
+        .await
+        .expect("DeleteItem");
+    let mut scanned = db
+        .scan()
+        .table_name(TABLE)
+        .send()
+        .await
+        .expect("Scan")
+        .items
+        .unwrap_or_default();
+    scanned.sort_by_key(|item| attr_s(item, "resource"));
+    vec![
+        query.items.unwrap_or_default(),
+        by_type.items.unwrap_or_default(),
+        got.item.into_iter().collect(),
+        updated.attributes.into_iter().collect(),
+        deleted.attributes.into_iter().collect(),
+        scanned,
+    ]
+}
+
+/// The launcher's second fix answers an item already in DynamoDB's wire form as it is, instead of
+/// walking it through moto's serializer: every read answers the same items, value for value, as
+/// moto unchanged does, binary values (which still take moto's walk) included.
+#[tokio::test]
+async fn items_answered_as_they_are_read_the_same_as_moto_unchanged() {
+    let (fixed, unfixed) = (Moto::start(), Moto::start_unfixed());
+    let (through_launcher, unchanged) = (answers(&fixed).await, answers(&unfixed).await);
+    assert_eq!(through_launcher[0].len(), 6, "{:?}", through_launcher[0]);
+    assert_eq!(
+        through_launcher[2],
+        vec![every_kind(2)],
+        "GetItem gives back what was put"
+    );
+    assert_eq!(through_launcher, unchanged);
 }

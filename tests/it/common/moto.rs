@@ -18,6 +18,16 @@ impl Moto {
     /// Start moto_server and wait until it answers. Panics with what to do when it is not installed:
     /// a test that silently skipped could never fail.
     pub fn start() -> Moto {
+        Moto::start_with(&[])
+    }
+
+    /// moto server unchanged, without scripts/moto_server.py's fixes: to check that they change
+    /// no answer.
+    pub fn start_unfixed() -> Moto {
+        Moto::start_with(&[("AZEVAC_MOTO_UNFIXED", "1")])
+    }
+
+    fn start_with(env: &[(&str, &str)]) -> Moto {
         let (server, launcher) = moto_server();
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -26,6 +36,7 @@ impl Moto {
         let child = Command::new(&server)
             .args(launcher)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
