@@ -1,5 +1,8 @@
-"""moto_server with two fixes applied to DynamoDB: a TransactWriteItems backs up the items it touches, not the
-tables; and an item already in DynamoDB's wire format is answered as it is, not walked member by member.
+"""moto_server with four fixes. Three are to DynamoDB: a TransactWriteItems backs up the items it touches, not
+the tables; an item already in DynamoDB's wire format is answered as it is, not walked member by member; and
+each condition of a transaction is parsed once, not twice. The fourth is to the dispatcher: the service a host
+name goes to is found once, not for every request. Only the first changes what moto answers (it is closer to
+DynamoDB); the other three are for speed alone, and tests/it/emulator.rs checks that they change no answer.
 
 moto 5.2.5's `transact_write_items` deep-copies a whole table once per *item* of the transaction (its
 rollback backup; moto/dynamodb/models/__init__.py), so a transaction of n items on a table of m items costs
@@ -23,11 +26,14 @@ the journal (a 1,000-record Query took 2.6 s of the emulator's one CPU before a 
 an item's values in DynamoDB's own JSON form ({"S": ...}, {"N": "1"}, {"L": [...]}), so an AttributeValue
 whose members are only S, N, SS, NS, L, M, BOOL and NULL, with strings and booleans at the leaves, comes
 out of the walk exactly as it went in; the fix answers those as they are. Anything else (a binary value,
-a number not kept as a string, a key the shape lacks, None) still takes moto's own walk.
+a number not kept as a string, a key the shape lacks, a map entry with an empty name, None) still takes
+moto's own walk.
 tests/it/emulator.rs checks that moto answers the same items with and without the fixes.
 
+The third and fourth are `_TransactionItemBackup.conditions_parsed_once` and `_remembered`.
+
 Run with the emulator's Python: .venv-moto/bin/python scripts/moto_server.py -H 127.0.0.1 -p 5000
-Set AZEVAC_MOTO_UNFIXED=1 to serve moto unchanged, without either fix (the benchmark reports both).
+Set AZEVAC_MOTO_UNFIXED=1 to serve moto unchanged, without any fix (the benchmark reports both).
 """
 
 import copy
@@ -36,7 +42,10 @@ import sys
 import threading
 
 import moto.dynamodb.models as dynamodb_models
+import moto.dynamodb.models.table as dynamodb_table
+from moto.dynamodb import comparisons
 from moto.core import serialize
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 from moto.server import main
@@ -120,6 +129,7 @@ class _TransactionItemBackup:
         def transact_write_items(backend, transact_items):
             backup = _ItemBackup(backend, transact_items)
             self._local.backup = backup
+            self._local.conditions = {}
             try:
                 return run(backend, transact_items)
             except BaseException:
@@ -127,8 +137,27 @@ class _TransactionItemBackup:
                 raise
             finally:
                 self._local.backup = None
+                self._local.conditions = None
 
         return transact_write_items
+
+    def conditions_parsed_once(self, parse):
+        """moto's transaction parses an operation's condition to check it, then hands the same expression,
+        names and values (the same objects) to its put/update/delete, which parse it again. A parsed
+        condition holds no state (its `expr` only reads the item), so within one transaction the first
+        parse of each is answered again. Outside a transaction every call parses, as moto does."""
+
+        def get_filter_expression(expr, names, values):
+            parsed = getattr(self._local, "conditions", None)
+            if parsed is None or not expr:
+                return parse(expr, names, values)
+            key = (expr, id(names), id(values))
+            if key not in parsed:
+                # names and values are kept with it, so that no other object takes their ids meanwhile.
+                parsed[key] = (parse(expr, names, values), names, values)
+            return parsed[key][0]
+
+        return get_filter_expression
 
 
 # The members of an AttributeValue whose wire form is the value itself (B and BS are base64 on the wire).
@@ -150,7 +179,8 @@ def _in_wire_form(value) -> bool:
         return isinstance(inner, list) and all(isinstance(v, str) for v in inner)
     if kind == "L":
         return isinstance(inner, list) and all(_in_wire_form(v) for v in inner)
-    return isinstance(inner, dict) and all(isinstance(k, str) and _in_wire_form(v) for k, v in inner.items())
+    # moto's walk answers a map entry with an empty name differently; leave such a map to it.
+    return isinstance(inner, dict) and all(isinstance(k, str) and k and _in_wire_form(v) for k, v in inner.items())
 
 
 def _answer_items_as_they_are(walk):
@@ -168,13 +198,49 @@ def _answer_items_as_they_are(walk):
     return serialize_structure
 
 
+class _ParsedOnce:
+    """Stands in for the parser `create_condition_expression_parser` makes in moto's update_item."""
+
+    def __init__(self, get_filter_expression, expr, names, values):
+        self._parse = lambda: get_filter_expression(expr, names, values)
+
+    def parse(self):
+        return self._parse()
+
+
 def apply_fix() -> None:
     shim = _TransactionItemBackup()
     dynamodb_models.copy = shim
     backend = dynamodb_models.DynamoDBBackend
     backend.transact_write_items = shim.transaction(backend.transact_write_items)
+    parse_condition = shim.conditions_parsed_once(comparisons.get_filter_expression)
+    dynamodb_models.get_filter_expression = parse_condition
+    dynamodb_table.get_filter_expression = parse_condition
+    dynamodb_models.create_condition_expression_parser = lambda expr, names, values: _ParsedOnce(
+        parse_condition, expr, names, values
+    )
     json_serializer = serialize.BaseJSONSerializer
     json_serializer._serialize_type_structure = _answer_items_as_they_are(json_serializer._serialize_type_structure)
+    DomainDispatcherApplication.get_backend_for_host = _remembered(DomainDispatcherApplication.get_backend_for_host)
+
+
+def _remembered(find_backend):
+    """moto's dispatcher finds a request's service from its host name anew for every request: it lists
+    moto's package folder (a stat per service, some 200) and tries the URL patterns of every service in
+    turn, about 0.8 ms of the emulator's one CPU per call. The answer depends only on the host name and
+    on moto's installed files, neither of which changes while the server runs, so it is remembered."""
+    # Called under the dispatcher's own lock; the host names a run uses are a handful (a service and
+    # region each), and a name no service answers (None) is looked up again, as moto does.
+    def get_backend_for_host(self, host):
+        found = self.__dict__.setdefault("_backend_by_host", {})
+        if host not in found:
+            backend = find_backend(self, host)
+            if backend is None or host is None:
+                return backend
+            found[host] = backend
+        return found[host]
+
+    return get_backend_for_host
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 //! that is checked here on the journal's own table: a cancelled transaction that overwrote, updated,
 //! deleted and created items leaves every item exactly as it was, and one that is not cancelled lands.
 //! Its second fix answers items already in wire form as they are: every read answers what moto
-//! unchanged answers.
+//! unchanged answers. Its third parses each condition of a transaction once: conditional transactions
+//! land or are cancelled, item by item, as on moto unchanged.
 
 use std::collections::HashMap;
 
@@ -33,6 +34,25 @@ fn record(az: &str, resource: &str, subnets: &[&str]) -> Item {
     item
 }
 
+/// The journal's table on this server, holding `items`.
+async fn table_holding(
+    moto: &Moto,
+    items: impl IntoIterator<Item = Item>,
+) -> (aws_config::SdkConfig, aws_sdk_dynamodb::Client) {
+    let sdk = common::sdk(moto).await;
+    Journal::new(&sdk, TABLE).create().await.expect("the journal table");
+    let db = aws_sdk_dynamodb::Client::new(&sdk);
+    for item in items {
+        db.put_item()
+            .table_name(TABLE)
+            .set_item(Some(item))
+            .send()
+            .await
+            .expect("PutItem");
+    }
+    (sdk, db)
+}
+
 async fn sorted_items(sdk: &aws_config::SdkConfig) -> Vec<Item> {
     let mut items = common::table_items(sdk).await;
     items.sort_by_key(|item| (attr_s(item, "az_id"), attr_s(item, "resource")));
@@ -42,18 +62,8 @@ async fn sorted_items(sdk: &aws_config::SdkConfig) -> Vec<Item> {
 #[tokio::test]
 async fn a_cancelled_transaction_changes_nothing_and_a_landed_one_lands() {
     let moto = Moto::start();
-    let sdk = common::sdk(&moto).await;
-    Journal::new(&sdk, TABLE).create().await.expect("the journal table");
-    let db = aws_sdk_dynamodb::Client::new(&sdk);
-    for n in 0..40 {
-        let item = record("use1-az2", &format!("group-{n:02}"), &["subnet-a", "subnet-b"]);
-        db.put_item()
-            .table_name(TABLE)
-            .set_item(Some(item))
-            .send()
-            .await
-            .expect("PutItem");
-    }
+    let groups = (0..40).map(|n| record("use1-az2", &format!("group-{n:02}"), &["subnet-a", "subnet-b"]));
+    let (sdk, db) = table_holding(&moto, groups).await;
     let before = sorted_items(&sdk).await;
 
     let overwrite = (0..10).map(|n| {
@@ -173,17 +183,7 @@ fn every_kind(n: usize) -> Item {
 
 /// What the reads answer on one server, for the items `every_kind` wrote there.
 async fn answers(moto: &Moto) -> Vec<Vec<Item>> {
-    let sdk = common::sdk(moto).await;
-    Journal::new(&sdk, TABLE).create().await.expect("the journal table");
-    let db = aws_sdk_dynamodb::Client::new(&sdk);
-    for n in 0..6 {
-        db.put_item()
-            .table_name(TABLE)
-            .set_item(Some(every_kind(n)))
-            .send()
-            .await
-            .expect("PutItem");
-    }
+    let (_, db) = table_holding(moto, (0..6).map(every_kind)).await;
     let query = db
         .query()
         .table_name(TABLE)
@@ -193,15 +193,14 @@ async fn answers(moto: &Moto) -> Vec<Vec<Item>> {
         .send()
         .await
         .expect("Query");
-    let by_type = db
-        .query()
-        .table_name(TABLE)
-        .index_name(azevac::journal::TYPE_INDEX)
-        .key_condition_expression("resource_type = :t")
-        .expression_attribute_values(":t", s("asg"))
-        .send()
-        .await
-        .expect("Query on the index");
+    let on_the_index = || {
+        db.query()
+            .table_name(TABLE)
+            .index_name(azevac::journal::TYPE_INDEX)
+            .key_condition_expression("resource_type = :t")
+            .expression_attribute_values(":t", s("asg"))
+    };
+    let by_type = on_the_index().send().await.expect("Query on the index");
     let got = db
         .get_item()
         .table_name(TABLE)
@@ -237,6 +236,66 @@ async fn answers(moto: &Moto) -> Vec<Vec<Item>> {
         .items
         .unwrap_or_default();
     scanned.sort_by_key(|item| attr_s(item, "resource"));
+    // Page by page, two items a page: the items and each page's LastEvaluatedKey (itself an item's key
+    // of attribute values, serialized the same way).
+    let mut pages = Vec::new();
+    let mut start = None;
+    loop {
+        let page = on_the_index()
+            .limit(2)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .expect("a page of Query");
+        pages.extend(page.items.unwrap_or_default());
+        start = page.last_evaluated_key;
+        match &start {
+            Some(last) => pages.push(last.clone()),
+            None => break,
+        }
+    }
+    let wanted = || {
+        aws_sdk_dynamodb::types::KeysAndAttributes::builder()
+            .keys(key("use1-az2", "item-001"))
+            .keys(key("use1-az2", "item-002"))
+            .consistent_read(true)
+            .build()
+            .expect("keys")
+    };
+    let mut batch = db
+        .batch_get_item()
+        .request_items(TABLE, wanted())
+        .send()
+        .await
+        .expect("BatchGetItem")
+        .responses
+        .unwrap_or_default()
+        .remove(TABLE)
+        .unwrap_or_default();
+    batch.sort_by_key(|item| attr_s(item, "resource"));
+    let get = |resource: &str| {
+        aws_sdk_dynamodb::types::TransactGetItem::builder()
+            .get(
+                aws_sdk_dynamodb::types::Get::builder()
+                    .table_name(TABLE)
+                    .set_key(Some(key("use1-az2", resource)))
+                    .build()
+                    .expect("Get"),
+            )
+            .build()
+    };
+    let transacted = db
+        .transact_get_items()
+        .transact_items(get("item-000"))
+        .transact_items(get("item-001"))
+        .send()
+        .await
+        .expect("TransactGetItems")
+        .responses
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|answer| answer.item)
+        .collect();
     vec![
         query.items.unwrap_or_default(),
         by_type.items.unwrap_or_default(),
@@ -244,6 +303,9 @@ async fn answers(moto: &Moto) -> Vec<Vec<Item>> {
         updated.attributes.into_iter().collect(),
         deleted.attributes.into_iter().collect(),
         scanned,
+        pages,
+        batch,
+        transacted,
     ]
 }
 
@@ -252,13 +314,133 @@ async fn answers(moto: &Moto) -> Vec<Vec<Item>> {
 /// moto unchanged does, binary values (which still take moto's walk) included.
 #[tokio::test]
 async fn items_answered_as_they_are_read_the_same_as_moto_unchanged() {
-    let (fixed, unfixed) = (Moto::start(), Moto::start_unfixed());
+    let (fixed, unfixed) = (Moto::start_through_launcher(), Moto::start_unfixed());
     let (through_launcher, unchanged) = (answers(&fixed).await, answers(&unfixed).await);
     assert_eq!(through_launcher[0].len(), 6, "{:?}", through_launcher[0]);
+    assert_eq!(
+        through_launcher[6].len(),
+        5 + 2,
+        "the five items left in pages of two, each full page with its LastEvaluatedKey: {:?}",
+        through_launcher[6]
+    );
+    assert_eq!(through_launcher[7].len(), 2, "BatchGetItem: {:?}", through_launcher[7]);
+    assert_eq!(
+        through_launcher[8].len(),
+        2,
+        "TransactGetItems: {:?}",
+        through_launcher[8]
+    );
     assert_eq!(
         through_launcher[2],
         vec![every_kind(2)],
         "GetItem gives back what was put"
     );
     assert_eq!(through_launcher, unchanged);
+}
+
+/// Conditional transactions as the journal writes them (a version check on an update, `attribute_not_exists`
+/// on a put, a version check on a delete, a condition check), some of which pass and some of which fail: the
+/// launcher (which parses each condition once a transaction) and moto unchanged must answer each one the
+/// same — landed, or cancelled with the same reason for every item — and leave the same items.
+#[tokio::test]
+async fn conditional_transactions_answer_the_same_as_moto_unchanged() {
+    let (fixed, unfixed) = (Moto::start_through_launcher(), Moto::start_unfixed());
+    let (through_launcher, unchanged) = (conditional_outcomes(&fixed).await, conditional_outcomes(&unfixed).await);
+    let landed = through_launcher.iter().filter(|o| o.starts_with("landed")).count();
+    assert!(
+        landed >= 2 && landed < through_launcher.len() - 1,
+        "some land, some are cancelled: {through_launcher:#?}"
+    );
+    assert_eq!(through_launcher, unchanged);
+}
+
+/// Each transaction's outcome ("landed", or the cancellation reason of every item), then the items left.
+async fn conditional_outcomes(moto: &Moto) -> Vec<String> {
+    let groups = (0..4).map(|n| {
+        let mut item = record("use1-az2", &format!("group-{n}"), &["subnet-a"]);
+        item.insert("version".to_string(), AttributeValue::N("1".into()));
+        item
+    });
+    let (sdk, db) = table_holding(moto, groups).await;
+    let versioned_update = |resource: &str, version: &str| {
+        let update = Update::builder()
+            .table_name(TABLE)
+            .set_key(Some(key("use1-az2", resource)))
+            .update_expression("SET #version = :next, removed_subnets = :removed")
+            .condition_expression("attribute_exists(#sk) AND #version = :v")
+            .expression_attribute_names("#version", "version")
+            .expression_attribute_names("#sk", "resource")
+            .expression_attribute_values(":v", AttributeValue::N(version.into()))
+            .expression_attribute_values(":next", AttributeValue::N("2".into()))
+            .expression_attribute_values(":removed", AttributeValue::L(vec![s("subnet-b")]));
+        TransactWriteItem::builder()
+            .update(update.build().expect("update"))
+            .build()
+    };
+    let new_record = |resource: &str| {
+        let put = Put::builder()
+            .table_name(TABLE)
+            .set_item(Some(record("use1-az2", resource, &["subnet-c"])))
+            .condition_expression("attribute_not_exists(#sk)")
+            .expression_attribute_names("#sk", "resource");
+        TransactWriteItem::builder().put(put.build().expect("put")).build()
+    };
+    let versioned_delete = |resource: &str, version: &str| {
+        let delete = Delete::builder()
+            .table_name(TABLE)
+            .set_key(Some(key("use1-az2", resource)))
+            .condition_expression("#version = :v")
+            .expression_attribute_names("#version", "version")
+            .expression_attribute_values(":v", AttributeValue::N(version.into()));
+        TransactWriteItem::builder()
+            .delete(delete.build().expect("delete"))
+            .build()
+    };
+    let check = |resource: &str, expression: &str| {
+        let check = ConditionCheck::builder()
+            .table_name(TABLE)
+            .set_key(Some(key("use1-az2", resource)))
+            .condition_expression(expression)
+            .build()
+            .expect("condition check");
+        TransactWriteItem::builder().condition_check(check).build()
+    };
+    let transactions = vec![
+        vec![versioned_update("group-0", "1"), new_record("new-0")],
+        // The same again: group-0 is at version 2 now and new-0 exists, so both fail.
+        vec![versioned_update("group-0", "1"), new_record("new-0")],
+        vec![versioned_delete("group-1", "1"), versioned_update("group-2", "1")],
+        vec![versioned_delete("group-3", "7"), new_record("new-1")],
+        vec![check("group-3", "attribute_exists(az_id)"), new_record("new-2")],
+        vec![
+            check("group-9", "attribute_exists(az_id)"),
+            versioned_update("group-3", "1"),
+        ],
+    ];
+    let mut outcomes = Vec::new();
+    for items in transactions {
+        let answer = db.transact_write_items().set_transact_items(Some(items)).send().await;
+        outcomes.push(match answer {
+            Ok(_) => "landed".to_string(),
+            Err(e) => match e.into_service_error() {
+                aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(
+                    cancelled,
+                ) => {
+                    let reasons: Vec<String> = cancelled
+                        .cancellation_reasons()
+                        .iter()
+                        .map(|r| r.code().unwrap_or("-").to_string())
+                        .collect();
+                    format!("cancelled: {}", reasons.join(", "))
+                }
+                other => format!("error: {other:?}"),
+            },
+        });
+    }
+    for item in sorted_items(&sdk).await {
+        let mut fields: Vec<String> = item.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+        fields.sort();
+        outcomes.push(fields.join(" "));
+    }
+    outcomes
 }

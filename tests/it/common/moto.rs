@@ -21,6 +21,18 @@ impl Moto {
         Moto::start_with(&[])
     }
 
+    /// moto server through scripts/moto_server.py, its fixes applied; panics if the launcher would not
+    /// be used (no `.venv-moto`, or `AZEVAC_MOTO_SERVER` set), so that a test comparing the launcher
+    /// with moto unchanged cannot pass by comparing moto with itself.
+    pub fn start_through_launcher() -> Moto {
+        let (_, launcher) = moto_server();
+        assert!(
+            !launcher.is_empty(),
+            "this test needs scripts/moto_server.py: unset AZEVAC_MOTO_SERVER and run scripts/moto-env"
+        );
+        Moto::start_with(&[])
+    }
+
     /// moto server unchanged, without scripts/moto_server.py's fixes: to check that they change
     /// no answer.
     pub fn start_unfixed() -> Moto {
