@@ -251,12 +251,23 @@ pub async fn seed(sdk: &SdkConfig, spec: &Spec) -> Seeded {
             .image_id("ami-12c6146b")
             .instance_type(aws_sdk_ec2::types::InstanceType::T3Micro)
             .build();
-        ec2.create_launch_template()
+        let created = ec2
+            .create_launch_template()
             .launch_template_name(LAUNCH_TEMPLATE)
             .launch_template_data(data)
             .send()
-            .await
-            .expect("CreateLaunchTemplate");
+            .await;
+        // The estate is seeded on a fresh or just-reset server, so the only template of this name is
+        // this one: the SDK retried a create whose first attempt landed (a pooled connection the server
+        // closed as the answer went out), which moto answers as a duplicate.
+        if let Err(e) = created {
+            let code = e.as_service_error().and_then(|e| e.meta().code()).map(str::to_owned);
+            assert_eq!(
+                code.as_deref(),
+                Some("InvalidLaunchTemplateName.AlreadyExistsException"),
+                "CreateLaunchTemplate: {e:?}"
+            );
+        }
     }
     for group in &spec.auto_scaling_groups {
         let subnets: Vec<String> = group.zones.iter().map(|z| seeded.subnet(&group.vpc, z)).collect();
