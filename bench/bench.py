@@ -4,7 +4,8 @@ Run through bench/run, which installs what this needs. The rows (N = --sizes, de
   1. N ASGs, no added latency, fixed emulator: azevac and the peer (aws-az-failure-chaostoolkit) on the same
      server; wall time and calls, ratios azevac/peer; bound = azevac's calls / the emulator's own rate for
      this workload (N UpdateAutoScalingGroup calls from 16 boto3 threads straight to moto).
-  2. The same on unchanged moto (with and without the emulator fix; informational).
+  2. The same on unchanged moto, at --unfixed-size groups (default 200: at 1,000 a journal transaction on moto
+     unchanged outlasts azevac's 30 s --attempt-timeout; informational).
   3. N mixed resources (60% ASG, 20% ECS, 20% Lambda), 50 ms per call, no rate limit anywhere (azevac's own
      pacing lifted); bound = calls x latency / concurrency.
   4. The same estate under ratelimit.py's control-plane model (log-normal latency, token buckets), standard
@@ -57,13 +58,64 @@ def free_port():
         return s.getsockname()[1]
 
 
-def relay(handler, upstream_port, body):
-    """Forward the request `handler` is serving to moto and write moto's answer back."""
-    conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=120)
+class Upstream:
+    """Where the benchmark's proxies send a request: DynamoDB's (the journal) to a moto server of its own,
+    everything else to the main one. On AWS every service is its own endpoint with its own capacity; one moto
+    process serves all of them on one core behind one interpreter lock, so a journal transaction there waits
+    for Auto Scaling's XML and the other way round, which AWS never does. moto keeps no state across services
+    that DynamoDB takes part in (Auto Scaling and ECS read EC2's subnets in process, so those stay together),
+    so each server answers exactly as the single one would. The service is read from the request's SigV4
+    scope, as moto's own dispatcher reads it."""
+
+    def __init__(self, port, dynamodb_port=None):
+        self.port = port
+        self.dynamodb_port = dynamodb_port or port
+
+    def port_for(self, headers):
+        m = SCOPE.search(headers.get("Authorization", ""))
+        return self.dynamodb_port if m and m.group(1) == "dynamodb" else self.port
+
+
+SCOPE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/aws4_request")
+_connections = threading.local()
+
+
+def _connection(port):
+    """This proxy thread's kept-alive connection to the moto server on `port`. A proxy thread serves one
+    client connection (azevac keeps its connections alive), so reusing its upstream connection spares moto a
+    TCP handshake and a new thread per call, which is the emulator's cost, not the tool's."""
+    pool = getattr(_connections, "pool", None)
+    if pool is None:
+        pool = _connections.pool = {}
+    conn = pool.get(port)
+    if conn is None:
+        conn = pool[port] = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    return conn
+
+
+def _exchange(port, handler, body, headers):
+    """One request on the thread's connection; a connection moto closed while it sat idle is opened anew
+    and the request sent again (such a connection fails before moto reads the request, as urllib3 also assumes)."""
+    for attempt in range(2):
+        conn = _connection(port)
+        reused = conn.sock is not None
+        try:
+            conn.request(handler.command, handler.path, body=body, headers=headers)
+            resp = conn.getresponse()
+            return resp, resp.read()
+        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+            conn.close()
+            _connections.pool.pop(port, None)
+            if not reused or attempt:
+                raise
+    raise AssertionError("unreachable")
+
+
+def relay(handler, upstream, body):
+    """Forward the request `handler` is serving to moto (an Upstream, or a port) and write moto's answer back."""
+    port = upstream.port_for(handler.headers) if isinstance(upstream, Upstream) else upstream
     headers = {k: v for k, v in handler.headers.items() if k.lower() != "connection"}
-    conn.request(handler.command, handler.path, body=body, headers=headers)
-    resp = conn.getresponse()
-    data = resp.read()
+    resp, data = _exchange(port, handler, body, headers)
     handler.send_response(resp.status)
     for k, v in resp.getheaders():
         if k.lower() not in ("transfer-encoding", "connection", "content-length"):
@@ -71,16 +123,15 @@ def relay(handler, upstream_port, body):
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)
-    conn.close()
 
 
 class Proxy:
     """Forwards to moto, counting requests and adding a fixed latency to each; also the most requests in
     flight at once, which says whether a tool far from the latency bound runs its calls side by side."""
 
-    def __init__(self, upstream_port, latency, moto_pid=None):
+    def __init__(self, upstream, latency, moto_pids=()):
         self.calls = 0
-        self.moto_pid = moto_pid  # whose CPU measure() reports
+        self.moto_pids = moto_pids  # whose CPU measure() reports
         self.in_flight = self.peak = 0
         self.lock = threading.Lock()
         proxy = self
@@ -101,7 +152,7 @@ class Proxy:
                 try:
                     if latency:
                         time.sleep(latency)
-                    relay(self, upstream_port, body)
+                    relay(self, upstream, body)
                 finally:
                     with proxy.lock:
                         proxy.in_flight -= 1
@@ -255,14 +306,25 @@ def phases_of(stderr):
 def cpu_seconds(pid):
     """CPU time (user + system) a running process has used, from /proc; None when unknown. Against wall time,
     it shows whether a row was bound by the 2 cores (moto, the proxy and azevac share them) or by waiting."""
-    if pid is None:
-        return None
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return None
+
+
+def cpu_each(pids):
+    """cpu_seconds of each process in turn (None for one that cannot be read)."""
+    return [cpu_seconds(pid) for pid in pids]
+
+
+def cpu_since(pids, before):
+    """The CPU seconds each of `pids` used since cpu_each gave `before`; None if any is unknown."""
+    after = cpu_each(pids)
+    if not pids or None in after or None in before:
+        return None
+    return [a - b for a, b in zip(after, before)]
 
 
 def own_cpu():
@@ -277,11 +339,10 @@ def measure(proxy, runs, evacuate, recover):
     for _ in range(runs):
         for command, run in (("evacuate", evacuate), ("recover", recover)):
             proxy.take(); proxy.take_peak()
-            moto_cpu, proxy_cpu = cpu_seconds(proxy.moto_pid), own_cpu()
+            moto_cpu, proxy_cpu = cpu_each(proxy.moto_pids), own_cpu()
             r = run()
             r["calls"], r["peak"] = proxy.take(), proxy.take_peak()
-            moto_after = cpu_seconds(proxy.moto_pid)
-            r["cpu_moto"] = moto_after - moto_cpu if moto_cpu is not None and moto_after is not None else None
+            r["cpu_moto"] = cpu_since(proxy.moto_pids, moto_cpu)
             r["cpu_proxy"] = own_cpu() - proxy_cpu
             done[command].append(r)
     result = {"rss_mb": max(r["rss_mb"] for rs in done.values() for r in rs), "warnings": [], "phases": {},
@@ -354,18 +415,27 @@ def moto_python():
 
 
 class Moto:
-    """A moto server for one row, killed when the row ends (a row never sees another row's state)."""
+    """The moto servers of one row, killed when the row ends (a row never sees another row's state): the main
+    one, which the estate is seeded on, and DynamoDB's own (see Upstream)."""
 
     def __init__(self, fixed=True):
         self.fixed = fixed
 
     def __enter__(self):
         self.process, self.port = start_moto(moto_python(), fixed=self.fixed)
+        self.dynamodb, self.dynamodb_port = start_moto(moto_python(), fixed=self.fixed)
+        self.upstream = Upstream(self.port, self.dynamodb_port)
+        self.pids = (self.process.pid, self.dynamodb.pid)
         return self
 
+    def reset(self):
+        reset(self.port)
+        reset(self.dynamodb_port)
+
     def __exit__(self, *exc):
-        self.process.kill()
-        self.process.wait()
+        for process in (self.process, self.dynamodb):
+            process.kill()
+            process.wait()
 
 
 MIXED = "asg,ecs,lambda"
@@ -382,15 +452,15 @@ def row_asg(n, runs, fixed, skip_peer):
     rate for the workload."""
     name = "fixed" if fixed else "unfixed"
     with Moto(fixed) as moto:
-        direct = Proxy(moto.port, 0, moto.process.pid)
-        reset(moto.port); seed(moto.port, n, 0, 0, tag_for_peer=True)
+        direct = Proxy(moto.upstream, 0, moto.pids)
+        moto.reset(); seed(moto.port, n, 0, 0, tag_for_peer=True)
         rate = emulator_rate(moto.port, n)
         log(f"{name} emulator: {rate:.0f} UpdateAutoScalingGroup/s from {CONCURRENCY} threads")
         azevac = bench_azevac(direct, runs, "asg")
         log(f"azevac on {n} ASGs ({name}): evacuate {azevac['evacuate'][0]:.2f} s, recover {azevac['recover'][0]:.2f} s")
         peer = None
         if not skip_peer:
-            reset(moto.port); seed(moto.port, n, 0, 0, tag_for_peer=True)
+            moto.reset(); seed(moto.port, n, 0, 0, tag_for_peer=True)
             peer = bench_peer(direct, runs)
             log(f"peer on {n} ASGs ({name}): evacuate {peer['evacuate'][0]:.2f} s, recover {peer['recover'][0]:.2f} s")
     return {"n": n, "emulator": name, "rate": rate, "azevac": azevac, "peer": peer}
@@ -400,8 +470,8 @@ def row_mixed(n, runs, latency_ms):
     """Rows 3 and 5: the mixed estate, a fixed latency per call, no rate limit anywhere (azevac's own pacing
     lifted too)."""
     with Moto() as moto:
-        slow = Proxy(moto.port, latency_ms / 1000, moto.process.pid)
-        reset(moto.port); seed(moto.port, *mixed(n), tag_for_peer=False)
+        slow = Proxy(moto.upstream, latency_ms / 1000, moto.pids)
+        moto.reset(); seed(moto.port, *mixed(n), tag_for_peer=False)
         r = bench_azevac(slow, runs, MIXED, UNPACED)
     log(f"azevac on {n} mixed at {latency_ms:g} ms: evacuate {r['evacuate'][0]:.2f} s, recover {r['recover'][0]:.2f} s, "
         f"peak RSS {r['rss_mb']:.0f} MB")
@@ -427,14 +497,14 @@ def row_model(n, runs, limits):
     results = {"evacuate": [], "recover": []}
     warnings, phases, cpu = [], {}, {}
     with Moto() as moto:
-        proxy = ratelimit.ModelProxy(moto.port, limits)
-        reset(moto.port); seed(moto.port, *mixed(n), tag_for_peer=False)
+        proxy = ratelimit.ModelProxy(moto.upstream, limits)
+        moto.reset(); seed(moto.port, *mixed(n), tag_for_peer=False)
         env = dict(env_for(proxy.port), **env_extra)
         must_succeed([AZEVAC, "init"], env)
         for run in range(runs):
             for command in ("evacuate", "recover"):
                 proxy.take()
-                moto_cpu, proxy_cpu = cpu_seconds(moto.process.pid) or 0, own_cpu()
+                moto_cpu, proxy_cpu = cpu_each(moto.pids), own_cpu()
                 r = run_captured(azevac_command(command, MIXED, "--output", "json", "--stats"), env)
                 calls, throttled = proxy.take()
                 b, key = ratelimit.bound(calls, throttled, limits)
@@ -445,8 +515,7 @@ def row_model(n, runs, limits):
                     "failed": failed_lines(r["stdout"]), "retries": stats.get("total_retries")})
                 warnings += [(command, w) for w in warnings_of(r["stderr"])]
                 phases[command] = phases_of(r["stderr"])
-                cpu[command] = (r["seconds"], r["cpu"], (cpu_seconds(moto.process.pid) or 0) - moto_cpu,
-                                own_cpu() - proxy_cpu)
+                cpu[command] = (r["seconds"], r["cpu"], cpu_since(moto.pids, moto_cpu), own_cpu() - proxy_cpu)
                 last = results[command][-1]
                 log(f"model run {run + 1}, {command}: {last['wall']:.1f} s, bound {b:.1f} s ({key}), exit {r['code']}, "
                     f"{last['throttled']}/{last['calls']} throttled, failed lines {last['failed']}")
@@ -605,8 +674,10 @@ def print_phases(sections):
             text = ", ".join(f"{phase} {ms / 1000:.2f} s" for phase, ms in items)
             if cpu and command in cpu:
                 wall, azevac, moto, proxy = cpu[command]
-                text += (f"; wall {wall:.2f} s, CPU azevac {azevac:.2f} s, moto "
-                         + (f"{moto:.2f} s" if moto is not None else "?") + f", bench proxy {proxy:.2f} s")
+                moto_text = "?" if moto is None else f"{sum(moto):.2f} s"
+                if moto and len(moto) == 2:
+                    moto_text += f" (main {moto[0]:.2f} s, DynamoDB {moto[1]:.2f} s)"
+                text += f"; wall {wall:.2f} s, CPU azevac {azevac:.2f} s, moto {moto_text}, bench proxy {proxy:.2f} s"
             print(f"- {name}, {command}: {text}")
 
 
@@ -632,6 +703,8 @@ def shown(new_lines):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000", help="N of rows 1-4 (comma list; row 5 compares with the last)")
+    parser.add_argument("--unfixed-size", type=int, default=200,
+                        help="row 2's N at most (moto unchanged: a transaction's cost grows with the table)")
     parser.add_argument("--runs", type=int, default=3, help="evacuate + recover round trips per tool and row")
     parser.add_argument("--latency-ms", type=float, default=50.0, help="latency per call in rows 3 and 5")
     parser.add_argument("--big", type=int, default=5000, help="resources of row 5 (0 skips it)")
@@ -666,11 +739,12 @@ def main():
             warnings.append((f"row 1 (N={n})", fixed_row["azevac"]["warnings"]))
             phases.append((f"row 1 (N={n})", fixed_row["azevac"]["phases"], fixed_row["azevac"]["cpu"]))
         if 2 in wanted:
-            log(f"row 2: {n} ASGs, unfixed emulator")
-            row = row_asg(n, args.runs, False, args.skip_peer)
-            lines += shown(lines_asg(row, 2, fixed_row))
-            warnings.append((f"row 2 (N={n})", row["azevac"]["warnings"]))
-            phases.append((f"row 2 (N={n})", row["azevac"]["phases"], row["azevac"]["cpu"]))
+            unfixed_n = min(n, args.unfixed_size)
+            log(f"row 2: {unfixed_n} ASGs, unfixed emulator")
+            row = row_asg(unfixed_n, args.runs, False, args.skip_peer)
+            lines += shown(lines_asg(row, 2, fixed_row if unfixed_n == n else None))
+            warnings.append((f"row 2 (N={unfixed_n})", row["azevac"]["warnings"]))
+            phases.append((f"row 2 (N={unfixed_n})", row["azevac"]["phases"], row["azevac"]["cpu"]))
         base = None
         if 3 in wanted or 5 in wanted and n == sizes[-1]:
             log(f"row 3: {n} mixed, {args.latency_ms:g} ms" + ("" if 3 in wanted else " (row 5's base only)"))

@@ -23,7 +23,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import ROOT, TARGET_ID, env_for, free_port, relay, reset, run_measured, seed, start_moto  # noqa: E402
+from bench import ROOT, SCOPE, TARGET_ID, env_for, free_port, relay, reset, run_measured, seed, start_moto  # noqa: E402
 
 # Sustained rate and burst per (service, action class). EC2's non-mutating bucket (20/s, 100) and Lambda's
 # control-plane quota (15/s; GetFunction has its own 100/s) are published; Auto Scaling, ECS and DynamoDB
@@ -95,9 +95,6 @@ class Bucket:
         return False
 
 
-SCOPE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/aws4_request")
-
-
 def action_of(headers, path, body, method="GET"):
     """The API action of a request: X-Amz-Target (JSON protocols), Action= (query protocols), or for Lambda's
     REST paths only GetFunction (GET /2015-03-31/functions/NAME; a DELETE there is DeleteFunction), the one
@@ -117,7 +114,7 @@ class ModelProxy:
     """The control-plane model in front of moto; counts calls and throttled answers per bucket key, the unit
     the bound is computed in (a per-service count would charge GetFunction to Lambda's 15/s)."""
 
-    def __init__(self, upstream_port, limits, seed_value=7):
+    def __init__(self, upstream, limits, seed_value=7):
         self.lock = threading.Lock()
         self.buckets = {k: Bucket(*v) for k, v in limits.items()}
         self.calls, self.throttled = {}, {}
@@ -155,7 +152,7 @@ class ModelProxy:
                     self.end_headers()
                     self.wfile.write(data)
                     return
-                relay(self, upstream_port, body or None)
+                relay(self, upstream, body or None)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = forward
 

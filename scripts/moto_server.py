@@ -1,8 +1,9 @@
-"""moto_server with four fixes. Three are to DynamoDB: a TransactWriteItems backs up the items it touches, not
+"""moto_server with five fixes. Three are to DynamoDB: a TransactWriteItems backs up the items it touches, not
 the tables; an item already in DynamoDB's wire format is answered as it is, not walked member by member; and
 each condition of a transaction is parsed once, not twice. The fourth is to the dispatcher: the service a host
-name goes to is found once, not for every request. Only the first changes what moto answers (it is closer to
-DynamoDB); the other three are for speed alone, and tests/it/emulator.rs checks that they change no answer.
+name goes to is found once, not for every request. The fifth is to the server: it logs no line per request.
+Only the first changes what moto answers (it is closer to DynamoDB); the other four are for speed alone, and
+tests/it/emulator.rs checks that they change no answer.
 
 moto 5.2.5's `transact_write_items` deep-copies a whole table once per *item* of the transaction (its
 rollback backup; moto/dynamodb/models/__init__.py), so a transaction of n items on a table of m items costs
@@ -30,7 +31,8 @@ a number not kept as a string, a key the shape lacks, a map entry with an empty 
 moto's own walk.
 tests/it/emulator.rs checks that moto answers the same items with and without the fixes.
 
-The third and fourth are `_TransactionItemBackup.conditions_parsed_once` and `_remembered`.
+The third, fourth and fifth are `_TransactionItemBackup.conditions_parsed_once`, `_remembered` and
+`_no_request_line`.
 
 Run with the emulator's Python: .venv-moto/bin/python scripts/moto_server.py -H 127.0.0.1 -p 5000
 Set AZEVAC_MOTO_UNFIXED=1 to serve moto unchanged, without any fix (the benchmark reports both).
@@ -45,7 +47,7 @@ import moto.dynamodb.models as dynamodb_models
 import moto.dynamodb.models.table as dynamodb_table
 from moto.dynamodb import comparisons
 from moto.core import serialize
-from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 from moto.server import main
@@ -222,6 +224,14 @@ def apply_fix() -> None:
     json_serializer = serialize.BaseJSONSerializer
     json_serializer._serialize_type_structure = _answer_items_as_they_are(json_serializer._serialize_type_structure)
     DomainDispatcherApplication.get_backend_for_host = _remembered(DomainDispatcherApplication.get_backend_for_host)
+    MotoRequestHandler.log_request = _no_request_line
+
+
+def _no_request_line(handler, code="-", size="-"):
+    """werkzeug's server formats and logs a line for every request it answers (method, path, status), about
+    11 % of the emulator's CPU in the benchmark's Auto Scaling and ECS calls (a py-spy profile). The tests,
+    the demo and the benchmark send the server's output to /dev/null, so the launcher logs none; werkzeug's
+    error lines (a request it could not parse, an exception) are logged as before."""
 
 
 def _remembered(find_backend):

@@ -444,3 +444,61 @@ async fn conditional_outcomes(moto: &Moto) -> Vec<String> {
     }
     outcomes
 }
+
+/// scripts/test has every test's server forked from one warmed process (scripts/moto_pool.py). Each
+/// must be what a server started from nothing is: empty, apart from the others, drawing identifiers
+/// of its own (a fork copies the pool's random state); and it must stop once its handle is let go.
+#[tokio::test]
+async fn pooled_servers_start_empty_apart_and_stop_when_let_go() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let socket = dir.path().join("pool.sock");
+    let mut pool = common::moto::start_pool(&socket);
+    let (a, b) = (Moto::start_in_pool(&socket), Moto::start_in_pool(&socket));
+    let (sdk_a, sdk_b) = (common::sdk(&a).await, common::sdk(&b).await);
+    let (ec2_a, ec2_b) = (aws_sdk_ec2::Client::new(&sdk_a), aws_sdk_ec2::Client::new(&sdk_b));
+    let vpc = |ec2: aws_sdk_ec2::Client| async move {
+        let created = ec2
+            .create_vpc()
+            .cidr_block("10.77.0.0/16")
+            .send()
+            .await
+            .expect("CreateVpc");
+        created.vpc.and_then(|v| v.vpc_id).expect("a VPC ID")
+    };
+    let (vpc_a, vpc_b) = (vpc(ec2_a.clone()).await, vpc(ec2_b).await);
+    assert_ne!(vpc_a, vpc_b, "two forked servers drew the same identifier");
+    let seen_by_a: Vec<String> = ec2_a
+        .describe_vpcs()
+        .send()
+        .await
+        .expect("DescribeVpcs")
+        .vpcs()
+        .iter()
+        .filter_map(|v| v.vpc_id.clone())
+        .collect();
+    assert!(
+        seen_by_a.contains(&vpc_a) && !seen_by_a.contains(&vpc_b),
+        "{seen_by_a:?}"
+    );
+
+    Journal::new(&sdk_a, TABLE).create().await.expect("the journal table");
+    let tables_b = aws_sdk_dynamodb::Client::new(&sdk_b)
+        .list_tables()
+        .send()
+        .await
+        .expect("ListTables");
+    assert!(tables_b.table_names().is_empty(), "b sees a's table: {tables_b:?}");
+    assert!(common::table_items(&sdk_a).await.is_empty());
+
+    let port_b = b.port();
+    drop(b);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while common::moto::answers(port_b) {
+        assert!(std::time::Instant::now() < deadline, "a let-go server still answers");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(common::moto::answers(a.port()), "letting one go stopped the other");
+    drop(a);
+    let _ = pool.kill();
+    let _ = pool.wait();
+}

@@ -1,17 +1,30 @@
 //! A moto server of the test's own, on a free loopback port, stopped when the handle drops.
 //! One server per test keeps every test's estate apart without any shared reset.
+//!
+//! Where `AZEVAC_MOTO_POOL` names scripts/moto_pool.py's socket (scripts/test sets it), the server is
+//! forked from that warmed process instead of started from nothing: the same server, without the
+//! ~2 CPU-seconds of imports every new one costs before it has answered each service once.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A running moto server.
 pub struct Moto {
-    child: Child,
+    server: Server,
     /// `http://127.0.0.1:PORT`.
     pub endpoint: String,
+}
+
+/// How the server was started, which says how it is stopped.
+enum Server {
+    /// A process of the test's own: killed and reaped on drop.
+    Spawned(Child),
+    /// Forked by the pool: held by this connection, and killed by the pool once it closes.
+    Pooled(UnixStream),
 }
 
 impl Moto {
@@ -40,26 +53,45 @@ impl Moto {
     }
 
     fn start_with(env: &[(&str, &str)]) -> Moto {
-        let (server, launcher) = moto_server();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let child = Command::new(&server)
-            .args(launcher)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .envs(env.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot start {}: {e}; run scripts/test (it installs moto)",
-                    server.display()
-                )
-            });
+        let port = free_port();
+        // The pool serves moto with the launcher's fixes and nothing else: a test that asks for
+        // another environment (moto unchanged) or another program gets a process of its own.
+        let pooled = match std::env::var_os("AZEVAC_MOTO_POOL") {
+            Some(socket) if env.is_empty() && std::env::var_os("AZEVAC_MOTO_SERVER").is_none() => {
+                from_pool(std::path::Path::new(&socket), port)
+                    .map_err(|e| eprintln!("moto pool at {socket:?}: {e}; starting moto from nothing"))
+                    .ok()
+            }
+            _ => None,
+        };
+        let server = match pooled {
+            Some(held) => Server::Pooled(held),
+            None => Server::Spawned(spawn(env, port)),
+        };
+        Moto::answering(server, port)
+    }
+
+    /// A server forked by the pool listening on `socket` (scripts/moto_pool.py), whatever the
+    /// environment says; panics if the pool cannot serve one.
+    pub fn start_in_pool(socket: &std::path::Path) -> Moto {
+        let port = free_port();
+        let held = from_pool(socket, port).unwrap_or_else(|e| panic!("moto pool at {}: {e}", socket.display()));
+        Moto::answering(Server::Pooled(held), port)
+    }
+
+    /// The port this server listens on.
+    pub fn port(&self) -> u16 {
+        self.endpoint
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("port")
+    }
+
+    /// Wait until the server on `port` answers (panics after 30 s).
+    fn answering(server: Server, port: u16) -> Moto {
         let moto = Moto {
-            child,
+            server,
             endpoint: format!("http://127.0.0.1:{port}"),
         };
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -74,15 +106,47 @@ impl Moto {
     }
 }
 
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Ask the pool for a server on `port`: the connection that holds it (the server lives as long as
+/// the connection stays open).
+fn from_pool(socket: &std::path::Path, port: u16) -> std::io::Result<UnixStream> {
+    let mut stream = UnixStream::connect(socket)?;
+    stream.write_all(format!("serve 127.0.0.1 {port}\n").as_bytes())?;
+    let mut answer = String::new();
+    BufReader::new(&stream).read_line(&mut answer)?;
+    if answer.trim().parse::<u32>().is_err() {
+        return Err(std::io::Error::other(format!("the pool answered {answer:?}")));
+    }
+    Ok(stream)
+}
+
+fn spawn(env: &[(&str, &str)], port: u16) -> Child {
+    let (server, launcher) = moto_server();
+    Command::new(&server)
+        .args(launcher)
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot start {}: {e}; run scripts/test (it installs moto)",
+                server.display()
+            )
+        })
+}
+
 impl Moto {
     /// Forget every resource (`POST /moto-api/reset`), for tests that loop over fresh estates.
     pub fn reset(&self) {
-        let port: u16 = self
-            .endpoint
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .expect("port");
+        let port = self.port();
         let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to moto");
         stream
             .write_all(
@@ -97,8 +161,16 @@ impl Moto {
 
 impl Drop for Moto {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        match &mut self.server {
+            Server::Spawned(child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            // Closing the connection is the pool's signal to kill the server.
+            Server::Pooled(held) => {
+                let _ = held.shutdown(std::net::Shutdown::Both);
+            }
+        }
     }
 }
 
@@ -118,8 +190,33 @@ fn moto_server() -> (PathBuf, Vec<PathBuf>) {
     }
 }
 
+/// scripts/moto_pool.py serving on `socket`, from the repository's `.venv-moto` (scripts/moto-env),
+/// and ready once `socket` exists; killed with the returned child.
+pub fn start_pool(socket: &std::path::Path) -> Child {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join(".venv-moto/bin/python");
+    assert!(python.exists(), "no {}: run scripts/moto-env", python.display());
+    let mut pool = Command::new(python)
+        .arg(root.join("scripts/moto_pool.py"))
+        .arg(socket)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start scripts/moto_pool.py");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !socket.exists() {
+        assert!(
+            pool.try_wait().expect("the pool's status").is_none(),
+            "the moto pool exited"
+        );
+        assert!(Instant::now() < deadline, "the moto pool was not ready within 60 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    pool
+}
+
 /// Whether `GET /moto-api/` answers with HTTP 200.
-fn answers(port: u16) -> bool {
+pub fn answers(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
     };
