@@ -77,45 +77,17 @@ class Upstream:
 
 
 SCOPE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/aws4_request")
-_connections = threading.local()
-
-
-def _connection(port):
-    """This proxy thread's kept-alive connection to the moto server on `port`. A proxy thread serves one
-    client connection (azevac keeps its connections alive), so reusing its upstream connection spares moto a
-    TCP handshake and a new thread per call, which is the emulator's cost, not the tool's."""
-    pool = getattr(_connections, "pool", None)
-    if pool is None:
-        pool = _connections.pool = {}
-    conn = pool.get(port)
-    if conn is None:
-        conn = pool[port] = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    return conn
-
-
-def _exchange(port, handler, body, headers):
-    """One request on the thread's connection; a connection moto closed while it sat idle is opened anew
-    and the request sent again (such a connection fails before moto reads the request, as urllib3 also assumes)."""
-    for attempt in range(2):
-        conn = _connection(port)
-        reused = conn.sock is not None
-        try:
-            conn.request(handler.command, handler.path, body=body, headers=headers)
-            resp = conn.getresponse()
-            return resp, resp.read()
-        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-            conn.close()
-            _connections.pool.pop(port, None)
-            if not reused or attempt:
-                raise
-    raise AssertionError("unreachable")
 
 
 def relay(handler, upstream, body):
-    """Forward the request `handler` is serving to moto (an Upstream, or a port) and write moto's answer back."""
+    """Forward the request `handler` is serving to moto (an Upstream, or a port) and write moto's answer back.
+    One connection per request: moto's server (werkzeug) closes every connection after its answer."""
     port = upstream.port_for(handler.headers) if isinstance(upstream, Upstream) else upstream
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     headers = {k: v for k, v in handler.headers.items() if k.lower() != "connection"}
-    resp, data = _exchange(port, handler, body, headers)
+    conn.request(handler.command, handler.path, body=body, headers=headers)
+    resp = conn.getresponse()
+    data = resp.read()
     handler.send_response(resp.status)
     for k, v in resp.getheaders():
         if k.lower() not in ("transfer-encoding", "connection", "content-length"):
@@ -123,6 +95,7 @@ def relay(handler, upstream, body):
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)
+    conn.close()
 
 
 class Proxy:
@@ -730,6 +703,7 @@ def main():
     limits = ratelimit.parse_limits(args.limit)
 
     lines, warnings, phases = [], [], []
+    unfixed_done = set()  # row 2's sizes run so far (several --sizes can come to the same --unfixed-size)
     for n in sizes:
         fixed_row = None
         if 1 in wanted:
@@ -738,8 +712,9 @@ def main():
             lines += shown(lines_asg(fixed_row, 1))
             warnings.append((f"row 1 (N={n})", fixed_row["azevac"]["warnings"]))
             phases.append((f"row 1 (N={n})", fixed_row["azevac"]["phases"], fixed_row["azevac"]["cpu"]))
-        if 2 in wanted:
+        if 2 in wanted and min(n, args.unfixed_size) not in unfixed_done:
             unfixed_n = min(n, args.unfixed_size)
+            unfixed_done.add(unfixed_n)
             log(f"row 2: {unfixed_n} ASGs, unfixed emulator")
             row = row_asg(unfixed_n, args.runs, False, args.skip_peer)
             lines += shown(lines_asg(row, 2, fixed_row if unfixed_n == n else None))

@@ -35,14 +35,17 @@ from werkzeug.serving import make_server, run_simple
 
 PR_SET_PDEATHSIG = 1
 
-# One cheap read of each service the tests and the demo call; a service left out here still works, its
-# first call in each server only costs what it costs on a server started from nothing.
+# One cheap call of each service the tests and the demo call; a service left out here still works, its
+# first call in each server only costs what it costs on a server started from nothing. The table is state
+# that the reset must remove: tests/it/emulator.rs checks that no forked server has it.
 WARM_UP = [
     ("ec2", "describe_subnets", {}),
     ("autoscaling", "describe_auto_scaling_groups", {}),
     ("ecs", "list_clusters", {}),
     ("lambda", "list_functions", {}),
-    ("dynamodb", "list_tables", {}),
+    ("dynamodb", "create_table", {"TableName": "moto-pool-warm-up", "BillingMode": "PAY_PER_REQUEST",
+                                  "AttributeDefinitions": [{"AttributeName": "k", "AttributeType": "S"}],
+                                  "KeySchema": [{"AttributeName": "k", "KeyType": "HASH"}]}),
     ("sts", "get_caller_identity", {}),
     ("iam", "list_roles", {}),
     ("rds", "describe_db_clusters", {}),
@@ -99,15 +102,16 @@ def warm(app):
 
 
 def serve_child(app, host, port, inherited):
-    """In the forked child: forget the pool's sockets, draw new random identifiers, die with the pool, and
-    serve as moto_server does. Never returns."""
+    """In the forked child: close the pool's sockets (the listener and every test's connection, its own
+    included), draw new random identifiers, die with the pool, and serve as moto_server does. Never returns."""
     try:
-        for sock in inherited:
-            sock.close()
+        for fileobj in inherited:
+            fileobj.close()
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() == 1:  # the pool died before prctl took effect
             os._exit(0)
-        # Every child would otherwise draw the same "random" IDs the pool would have drawn next.
+        # Every child would otherwise draw the same "random" IDs the pool would have drawn next (CPython
+        # reseeds `random` after a fork, but not moto's own generator, which EC2's IDs come from).
         random.seed()
         mock_random.seed()
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
@@ -122,6 +126,46 @@ def serve_child(app, host, port, inherited):
         os._exit(0)
 
 
+class Held:
+    """One test's connection: what it has sent so far, and the server it holds once it has one. The server is
+    known by a pidfd, so that a signal never reaches another process that took its pid after it exited."""
+
+    def __init__(self):
+        self.received = b""
+        self.pidfd = None
+
+    def kill(self):
+        if self.pidfd is not None:
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # it had exited already
+            os.close(self.pidfd)
+            self.pidfd = None
+
+
+def serve_connection(app, selector, sock, held):
+    """Read what a test sent; once it has sent `serve HOST PORT\n`, fork its server and answer its pid. Returns
+    False when the connection is done with: closed by the test (its server goes), or malformed."""
+    data = sock.recv(4096)
+    if not data or held.pidfd is not None:
+        return False  # the test let go of its server (or sent more than it should)
+    held.received += data
+    if b"\n" not in held.received:
+        return len(held.received) < 4096
+    words = held.received.decode(errors="replace").split()
+    if len(words) != 3 or words[0] != "serve" or not words[2].isdigit():
+        sock.sendall(b"error: expected 'serve HOST PORT'\n")
+        return False
+    inherited = [key.fileobj for key in selector.get_map().values()] + [selector]
+    pid = os.fork()
+    if pid == 0:
+        serve_child(app, words[1], int(words[2]), inherited)
+    held.pidfd = os.pidfd_open(pid)
+    sock.sendall(f"{pid}\n".encode())
+    return True
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: moto_pool.py SOCKET_PATH")
@@ -130,6 +174,9 @@ def main():
         moto_server.apply_fix()
     app = new_app()
     warm(app)
+    if threading.active_count() > 1:
+        # A thread that held a lock (the dispatcher's, say) at the fork would leave it held in every child.
+        sys.exit(f"moto_pool: {threading.active_count() - 1} warm-up threads still running; not forking")
 
     # Bound and listening under another name first: the socket's path appearing means it is ready.
     pending = f"{path}.{os.getpid()}"
@@ -138,7 +185,6 @@ def main():
     listener.listen(128)
     os.replace(pending, path)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    servers = {}  # connection -> pid of the server it holds
     stop = []
 
     def terminate(*_):
@@ -155,40 +201,23 @@ def main():
                 sock = key.fileobj
                 if sock is listener:
                     conn, _ = listener.accept()
-                    selector.register(conn, selectors.EVENT_READ)
+                    selector.register(conn, selectors.EVENT_READ, Held())
                     continue
+                held = key.data
                 try:
-                    data = sock.recv(4096)
-                except OSError:
-                    data = b""
-                if sock in servers or not data:
-                    # The test let go of its server (or sent more than it should): the server goes.
-                    pid = servers.pop(sock, None)
-                    if pid:
-                        try:
-                            os.kill(pid, signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
+                    keep = serve_connection(app, selector, sock, held)
+                except OSError as error:
+                    # One test's connection failing (it went away before its answer) is that test's alone.
+                    print(f"moto_pool: a connection failed: {error}", file=sys.stderr, flush=True)
+                    keep = False
+                if not keep:
+                    held.kill()
                     selector.unregister(sock)
                     sock.close()
-                    continue
-                words = data.decode(errors="replace").split()
-                if len(words) != 3 or words[0] != "serve" or not words[2].isdigit():
-                    sock.sendall(b"error: expected 'serve HOST PORT'\n")
-                    selector.unregister(sock)
-                    sock.close()
-                    continue
-                pid = os.fork()
-                if pid == 0:
-                    serve_child(app, words[1], int(words[2]), [listener, *servers, sock, selector])
-                servers[sock] = pid
-                sock.sendall(f"{pid}\n".encode())
     finally:
-        for pid in servers.values():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        for key in list(selector.get_map().values()):
+            if key.data is not None:
+                key.data.kill()
         listener.close()
         if os.path.exists(path):
             os.unlink(path)

@@ -32,13 +32,13 @@ const STALE: Duration = Duration::from_secs(5);
 /// The most that pacing adds to [`STALE`]: a very low `--max-rate` must not make an old read fresh.
 const PACED_AT_MOST: Duration = Duration::from_secs(25);
 /// Batches of a type in flight: while one has its turn (reads its resources under the lock and
-/// starts its changes), the next two take their locks and the one before releases them, so the
-/// journal's transactions overlap the changes. Two were not enough when the journal's
-/// transactions queue behind the other types' (1,000 mixed resources at 50 ms a call: the
-/// changes waited for the next batch's locks, 9.6 s; with three, 8.6 s; a fourth gained 0.2 s,
-/// within the benchmark's noise, for a quarter more locks held at once). The turn passes on once
-/// the batch's last change has started, so the next batch's read overlaps only the last changes
-/// in flight, and the bucket never waits for a read.
+/// starts its changes), the other two take their locks ahead of it or release theirs behind it,
+/// so the journal's transactions overlap the changes. With two, the changes waited for the next
+/// batch's locks when the journal's transactions queued behind the other types' (1,000 mixed
+/// resources at 50 ms a call, median of 3: 9.6 s; with three, 8.6 s; a fourth gained 0.2 s, within
+/// the benchmark's noise, for a third more locks held at once). The turn passes on once the
+/// batch's last change has started, so the next batch's read overlaps only the last changes in
+/// flight, and the bucket never waits for a read.
 const BATCHES_IN_FLIGHT: usize = 3;
 
 /// One resource type's pipeline: whose turn it is (batches take it in plan order, whichever's locks

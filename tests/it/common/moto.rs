@@ -117,6 +117,8 @@ fn free_port() -> u16 {
 /// the connection stays open).
 fn from_pool(socket: &std::path::Path, port: u16) -> std::io::Result<UnixStream> {
     let mut stream = UnixStream::connect(socket)?;
+    // A pool that does not answer is a pool not to use: the caller starts a server of its own.
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     stream.write_all(format!("serve 127.0.0.1 {port}\n").as_bytes())?;
     let mut answer = String::new();
     BufReader::new(&stream).read_line(&mut answer)?;
@@ -190,9 +192,26 @@ fn moto_server() -> (PathBuf, Vec<PathBuf>) {
     }
 }
 
+/// A moto pool of a test's own, killed when dropped.
+pub struct Pool(Child);
+
+impl Pool {
+    /// Kill the pool now (its servers die with it).
+    pub fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 /// scripts/moto_pool.py serving on `socket`, from the repository's `.venv-moto` (scripts/moto-env),
-/// and ready once `socket` exists; killed with the returned child.
-pub fn start_pool(socket: &std::path::Path) -> Child {
+/// and ready once `socket` exists.
+pub fn start_pool(socket: &std::path::Path) -> Pool {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let python = root.join(".venv-moto/bin/python");
     assert!(python.exists(), "no {}: run scripts/moto-env", python.display());
@@ -212,7 +231,7 @@ pub fn start_pool(socket: &std::path::Path) -> Child {
         assert!(Instant::now() < deadline, "the moto pool was not ready within 60 s");
         std::thread::sleep(Duration::from_millis(50));
     }
-    pool
+    Pool(pool)
 }
 
 /// Whether `GET /moto-api/` answers with HTTP 200.
