@@ -18,7 +18,8 @@ use aws_config::SdkConfig;
 use futures::StreamExt;
 
 use crate::error::describe;
-use crate::journal::{batches, Ahead, Audit, Held, Journal, Lease, Outcome, Released, BATCH};
+use crate::interrupt::Interrupt;
+use crate::journal::{batches, Ahead, Audit, Declared, Guard, Held, Journal, Lease, Outcome, Released, BATCH};
 use crate::model::{Command, Item, Plan, Record, Request, Status};
 use crate::plugins::{self, Plugin, Scope, Setup, Stage};
 use crate::stats::Phases;
@@ -96,6 +97,11 @@ pub struct Settings {
     /// Per resource type, the rate its changes are paced to (`--max-rate` and the defaults; see
     /// [`plugins::paced_rates`]); a type not listed is not paced.
     pub paced: BTreeMap<String, f64>,
+    /// The longest one call may take (`--operation-timeout`): how long after its lease a call of
+    /// this run may still land, which the locks tell other runs.
+    pub in_flight: Duration,
+    /// Ctrl-C / SIGTERM: start no more changes, let those in flight finish.
+    pub interrupt: Interrupt,
 }
 
 impl Settings {
@@ -413,7 +419,7 @@ impl Prepared {
     /// through the journal protocol; then read back and settle. Returns the plan with every line's
     /// outcome.
     pub async fn carry_out(mut self, journal: &Journal, audit: &Audit, settings: &Settings) -> (Plan, Phases) {
-        let lease = Lease::new(audit, settings.lease);
+        let lease = Lease::new(audit, settings.lease, settings.in_flight);
         let heartbeat = journal.heartbeat(lease.clone());
         let command = self.plan.command;
         let timeline = crate::events::Timeline::start(&self.plan, audit);
@@ -433,6 +439,10 @@ impl Prepared {
             };
             let lines = in_stage(&self.plan);
             if lines.is_empty() {
+                continue;
+            }
+            if settings.interrupt.requested() {
+                not_started(&mut self.plan, &lines, &settings.interrupt);
                 continue;
             }
             // A type that could not be planned (a problem) leaves its records, and so its capacity,
@@ -460,7 +470,7 @@ impl Prepared {
             }
             if stage == Stage::Capacity {
                 self.phases.end("apply (with journal writes)");
-                if let Some(timeout) = settings.wait {
+                if let Some(timeout) = settings.wait.filter(|_| !settings.interrupt.requested()) {
                     run.settle(&mut self.plan, &lines, timeout).await;
                     self.phases.end("wait");
                 }
@@ -472,6 +482,28 @@ impl Prepared {
         (self.plan, self.phases)
     }
 }
+
+/// Mark the planned lines among `lines` as not started because the run was interrupted.
+fn not_started(plan: &mut Plan, lines: &[usize], interrupt: &Interrupt) {
+    for &i in lines {
+        let item = &mut plan.items[i];
+        if item.status == Status::Planned {
+            item.status = Status::Skipped;
+            item.reason = Some(interrupt.reason());
+        }
+    }
+}
+
+/// How a bounded act ended.
+enum Bounded {
+    /// The plugin returned.
+    Ended(Result<plugins::Acted>),
+    /// It was given up while a call may still be in flight: why.
+    Abandoned(String),
+}
+
+/// How often an act in flight looks at its lease and at an interrupt.
+const WATCH_EVERY: Duration = Duration::from_millis(200);
 
 /// After a recovery of everything (every zone, every type, every account: it knows every record),
 /// remove the locks of dead runs that protect no record. Run once, after every account's part: an
@@ -626,6 +658,12 @@ impl Run<'_> {
         (pipeline, number): (&Pipeline, usize),
     ) {
         let indices: Vec<usize> = groups.iter().flatten().copied().collect();
+        if self.settings.interrupt.requested() {
+            not_started(plan, &indices, &self.settings.interrupt);
+            // Passed on (dropped) at once: the batches behind it stop the same way.
+            let _turn = Turn::take(pipeline, number).await;
+            return;
+        }
         let mut lines = self.acquire(plan, command, &indices).await;
         let turn = Turn::take(pipeline, number).await;
         self.refresh(plan, command, &mut lines).await;
@@ -889,26 +927,49 @@ impl Run<'_> {
             line.outcome = Outcome::Untouched;
             return;
         }
+        if self.settings.interrupt.requested() {
+            item.status = Status::Skipped;
+            item.reason = Some(self.settings.interrupt.reason());
+            line.outcome = Outcome::Untouched;
+            return;
+        }
         let Some(plugin) = self.plugin(&item.resource_type) else {
             item.fail(format!("internal: no plugin for {}", item.resource_type));
             line.outcome = Outcome::Untouched;
             return;
         };
-        let acted = match command {
-            Command::Evacuate => plugin.evacuate(item, held).await,
-            Command::Recover => plugin.recover(item, held).await,
+        let Some(held) = line.held.take() else {
+            return;
         };
+        let key = held.key().to_owned();
+        let guard = Guard::new(self.journal, self.lease, held);
+        let acted = self
+            .bounded(&key, async {
+                match command {
+                    Command::Evacuate => plugin.evacuate(item, &guard).await,
+                    Command::Recover => plugin.recover(item, &guard).await,
+                }
+            })
+            .await;
+        let (mut held, declared) = guard.finish();
         match acted {
-            Ok(acted) => {
+            Bounded::Ended(Ok(acted)) => {
                 item.done();
                 line.outcome = match command {
-                    Command::Evacuate => Outcome::Evacuated {
-                        removed: item.removed_subnets.clone().unwrap_or_default(),
-                        actions: acted
+                    Command::Evacuate => {
+                        let actions = acted
                             .actions
-                            .unwrap_or_else(|| item.actions.clone().unwrap_or_default()),
-                        replace_actions: acted.replace_actions,
-                    },
+                            .unwrap_or_else(|| item.actions.clone().unwrap_or_default());
+                        let removed = item.removed_subnets.clone().unwrap_or_default();
+                        if !acted.replace_actions {
+                            self.cover_after(item, &mut held, &removed, &actions).await;
+                        }
+                        Outcome::Evacuated {
+                            removed,
+                            actions,
+                            replace_actions: acted.replace_actions,
+                        }
+                    }
                     Command::Recover => Outcome::Recovered,
                 };
                 if let Some(shown) = acted.shown {
@@ -918,24 +979,94 @@ impl Run<'_> {
                     item.fail(problem);
                 }
             }
-            Err(e) => {
-                line.outcome = Outcome::Failed;
+            Bounded::Ended(Err(e)) => {
                 let kept = match command {
                     Command::Evacuate => {
-                        let taken = held.record().removed_subnets.join(", ");
+                        // The most the act can have done: what it declared before its calls, or
+                        // (a plugin that declares nothing) the change computed from the fresh read.
+                        let done = declared.unwrap_or_else(|| Declared {
+                            removed: item.removed_subnets.clone().unwrap_or_default(),
+                            actions: item.actions.clone().unwrap_or_default(),
+                        });
+                        let taken = done.removed.join(", ");
                         let taken = if taken.is_empty() {
                             String::new()
                         } else {
                             format!(" with {taken}")
                         };
+                        line.outcome = Outcome::Failed { done: Some(done) };
                         format!("journal record kept in state intent{taken} (recover reconciles it)")
                     }
-                    Command::Recover => "journal record kept".to_owned(),
+                    Command::Recover => {
+                        line.outcome = Outcome::Failed { done: None };
+                        "journal record kept".to_owned()
+                    }
                 };
                 item.fail(format!("{}; {kept}", describe(&e)));
                 tracing::warn!(resource = %item.resource, "change failed");
             }
+            Bounded::Abandoned(why) => {
+                line.outcome = Outcome::Abandoned;
+                item.fail(format!(
+                    "{why}; the change may still land, so its journal record is kept and its lock left to run out \
+                     (recover reconciles it once the lock is free)"
+                ));
+                tracing::warn!(resource = %item.resource, "change given up while in flight");
+            }
         }
+        line.held = Some(held);
+    }
+
+    /// Run one act, giving it up when its lock's lease can no longer be trusted (renewals failed:
+    /// another run may take the lock over) or when an interrupt's grace is over. A call given up
+    /// may still land; the engine then keeps the record and leaves the lock to run out.
+    async fn bounded(&self, key: &str, act: impl std::future::Future<Output = Result<plugins::Acted>>) -> Bounded {
+        tokio::pin!(act);
+        loop {
+            tokio::select! {
+                acted = &mut act => return Bounded::Ended(acted),
+                () = tokio::time::sleep(WATCH_EVERY) => {
+                    if !self.lease.is_live(key) {
+                        return Bounded::Abandoned(
+                            "given up in flight: the lock's lease could not be renewed (the journal is not answering)".into(),
+                        );
+                    }
+                    if self.settings.interrupt.grace_is_over() {
+                        return Bounded::Abandoned(format!(
+                            "given up in flight: interrupted, and still running {}s later",
+                            crate::interrupt::GRACE.as_secs()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The engine's check of what an evacuation did against what its record covers: a plugin that
+    /// did something it had not written ahead is a bug in azevac. What it did is journalled now (so
+    /// that nothing is forgotten) and the line fails, never a silent merge.
+    async fn cover_after(&self, item: &mut Item, held: &mut Held, removed: &[String], actions: &[String]) {
+        let missing = |want: &[String], have: &[String]| -> Vec<String> {
+            want.iter().filter(|w| !have.contains(w)).cloned().collect()
+        };
+        let record = held.record();
+        let (removed, actions) = (
+            missing(removed, &record.removed_subnets),
+            missing(actions, &record.actions),
+        );
+        if removed.is_empty() && actions.is_empty() {
+            return;
+        }
+        let what: Vec<String> = removed.iter().chain(&actions).cloned().collect();
+        let journalled = match self.journal.widen(held, &removed, &actions).await {
+            Ok(()) => "journalled now".to_owned(),
+            Err(e) => format!("NOT journalled ({})", describe(&e)),
+        };
+        item.fail(format!(
+            "internal: {} did [{}] without writing it ahead (a bug in azevac); {journalled}",
+            item.resource_type,
+            what.join(", ")
+        ));
     }
 
     /// Trust, but verify: each plugin reads back its lines that are done (`(index, line)` pairs of
@@ -1079,6 +1210,8 @@ mod tests {
             lease: Duration::from_secs(60),
             wait: None,
             paced: paced.iter().map(|(t, r)| (t.to_string(), *r)).collect(),
+            in_flight: Duration::from_secs(180),
+            interrupt: Interrupt::default(),
         }
     }
 

@@ -87,6 +87,26 @@ pub enum Error {
         until: String,
     },
 
+    /// This run's lock on the resource can no longer be trusted (its renewals failed): nothing more
+    /// is sent under it.
+    #[error(
+        "the lock of {resource} could not be renewed in time (the journal is not answering), so nothing more is \
+         sent under it"
+    )]
+    LeaseLost {
+        /// The locked journal key.
+        resource: String,
+    },
+
+    /// A change was given up while its call may still be in flight.
+    #[error("{resource}: {why}")]
+    Abandoned {
+        /// The locked journal key.
+        resource: String,
+        /// Why it was given up.
+        why: String,
+    },
+
     /// The resource was changed by someone else between planning and the update.
     #[error("{resource} was changed by someone else since the plan was made; re-run to plan again")]
     ChangedSincePlan {

@@ -14,6 +14,7 @@ pub mod error;
 pub mod events;
 pub mod exposure;
 pub mod headroom;
+pub mod interrupt;
 pub mod journal;
 pub mod model;
 pub mod notify;

@@ -52,6 +52,9 @@ pub struct Context {
     pub progress: bool,
     /// How long a resource's lock is held between renewals.
     pub lease: std::time::Duration,
+    /// `--operation-timeout`: the longest one call may take, so how long after its lease a call of
+    /// this run may still land.
+    pub operation_timeout: std::time::Duration,
     /// With `--accounts`: how many accounts are planned and changed at once.
     pub account_concurrency: usize,
     /// Requests per second per service, for the clients of each account a run reaches.
@@ -83,6 +86,7 @@ impl Context {
             stats: global.stats,
             progress: !global.no_progress && !crate::events::json(),
             lease: global.lease,
+            operation_timeout: global.operation_timeout,
             account_concurrency: usize::from(global.account_concurrency),
             pacing,
             run_id: uuid::Uuid::new_v4().to_string(),
@@ -190,6 +194,8 @@ impl Context {
             lease: self.lease,
             wait: wait.wait.then_some(wait.wait_timeout),
             paced: crate::plugins::paced_rates(&self.pacing),
+            in_flight: self.operation_timeout,
+            interrupt: crate::interrupt::Interrupt::listen(),
         };
         let notifier = crate::notify::Notifier::new(&self.sdk, notify);
         let started = std::time::Instant::now();
@@ -205,7 +211,7 @@ impl Context {
             .await;
         self.attach_stats(&mut plan, &phases);
         crate::report::print(&plan, self.output, crate::report::Phase::Result);
-        Ok(exit_code(&plan))
+        Ok(settings.interrupt.exit_code().unwrap_or_else(|| exit_code(&plan)))
     }
 
     /// One warning line when the journal lacks deletion protection or point-in-time recovery; a

@@ -37,17 +37,22 @@ pub struct Lease {
     run_id: String,
     caller: String,
     duration: Duration,
+    /// The longest a changing call started under the lease may still be in flight after it (the
+    /// run's `--operation-timeout`): another run takes an expired lock over only once that has passed.
+    in_flight: Duration,
     /// Lock key → the instant the lease runs out by this machine's monotonic clock.
     held: Mutex<BTreeMap<String, Instant>>,
 }
 
 impl Lease {
-    /// The leases of the run `audit` describes, each lasting `duration` between renewals.
-    pub fn new(audit: &Audit, duration: Duration) -> Arc<Lease> {
+    /// The leases of the run `audit` describes, each lasting `duration` between renewals, with calls
+    /// that may outlast a lease by up to `in_flight` (see [`Lock::quiet_at`]).
+    pub fn new(audit: &Audit, duration: Duration, in_flight: Duration) -> Arc<Lease> {
         Arc::new(Lease {
             run_id: audit.run_id.clone(),
             caller: audit.caller.clone(),
             duration,
+            in_flight,
             held: Mutex::new(BTreeMap::new()),
         })
     }
@@ -99,6 +104,12 @@ impl Lease {
     fn expiry_epoch(&self) -> u64 {
         epoch_seconds() + self.duration.as_secs()
     }
+
+    /// When a lease that runs out at `expiry` (epoch seconds) can have no call of this run in
+    /// flight any more: the lease plus the longest call, rounded up to the next second.
+    fn quiet_epoch(&self, expiry: u64) -> u64 {
+        expiry + self.in_flight.as_secs() + u64::from(self.in_flight.subsec_nanos() > 0)
+    }
 }
 
 /// Renews a run's leases until dropped.
@@ -129,9 +140,10 @@ impl Journal {
                 }
                 let started = Instant::now();
                 let until = lease.expiry_epoch();
+                let quiet = lease.quiet_epoch(until);
                 let groups = keys
                     .iter()
-                    .map(|k| vec![renew_write(k, &lease.run_id, until)])
+                    .map(|k| vec![renew_write(k, &lease.run_id, until, quiet)])
                     .collect();
                 for (key, outcome) in keys.iter().zip(journal.commit(groups).await) {
                     match outcome {
@@ -218,6 +230,105 @@ impl Held {
     }
 }
 
+/// What one act said, through [`Guard::cover`], it was about to do: the most it can have done.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Declared {
+    /// The subnets it was about to take.
+    pub removed: Vec<String>,
+    /// The actions it was about to do.
+    pub actions: Vec<String>,
+}
+
+/// A held line while its plugin carries it out: the proof that the lock is held and the intent
+/// journalled, and the one way a plugin writes ahead a step its intent does not cover yet (a
+/// change computed again after a 409, the next step of a multi-step change). A plugin calls
+/// [`Guard::cover`] right before each changing call; the engine journals, the plugin never does.
+#[derive(Debug)]
+pub struct Guard<'a> {
+    journal: &'a Journal,
+    lease: &'a Lease,
+    held: Mutex<Held>,
+    declared: Mutex<Option<Declared>>,
+}
+
+impl<'a> Guard<'a> {
+    /// The guard of one held line, for one act.
+    pub fn new(journal: &'a Journal, lease: &'a Lease, held: Held) -> Guard<'a> {
+        Guard {
+            journal,
+            lease,
+            held: Mutex::new(held),
+            declared: Mutex::new(None),
+        }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        // A poisoned lock only means a panic elsewhere; the record in it is still what it was.
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The record as the journal holds it now (evacuation: the intent, widened by every cover so
+    /// far; recovery: the record being undone).
+    pub fn record(&self) -> Record {
+        self.held().record.clone()
+    }
+
+    /// Right before a changing call: make sure the lease still holds and that the journal covers
+    /// `removed` and `actions` (widening the intent first if it does not). Recovery only checks the
+    /// lease: its record already says what is undone. Refused (nothing may be sent) when the lease
+    /// is no longer safe to act under or the widening cannot be written.
+    pub async fn cover(&self, removed: &[String], actions: &[String]) -> Result<()> {
+        let (key, record, recovering) = {
+            let held = self.held();
+            (held.key.clone(), held.record.clone(), held.recovering)
+        };
+        if !self.lease.is_live(&key) {
+            return Err(Error::LeaseLost { resource: key });
+        }
+        if recovering {
+            return Ok(());
+        }
+        {
+            let mut declared = self.declared.lock().unwrap_or_else(|e| e.into_inner());
+            let declared = declared.get_or_insert_with(Declared::default);
+            declared.removed = union(&declared.removed, removed);
+            declared.actions = union(&declared.actions, actions);
+        }
+        let missing = |want: &[String], have: &[String]| -> Vec<String> {
+            want.iter().filter(|w| !have.contains(w)).cloned().collect()
+        };
+        let (removed, actions) = (
+            missing(removed, &record.removed_subnets),
+            missing(actions, &record.actions),
+        );
+        if removed.is_empty() && actions.is_empty() {
+            return Ok(());
+        }
+        let widened = self.journal.widen_record(&record, &removed, &actions).await?;
+        self.held().record = widened;
+        Ok(())
+    }
+
+    /// The call [`Guard::cover`] was last made for was refused outright, so none of it was done (a
+    /// Kubernetes 409: the object changed and the write was not applied): it no longer counts among
+    /// what the act may have done. The record keeps it until the line is released.
+    pub fn refused(&self, removed: &[String], actions: &[String]) {
+        let mut declared = self.declared.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(declared) = declared.as_mut() {
+            declared.removed.retain(|s| !removed.contains(s));
+            declared.actions.retain(|a| !actions.contains(a));
+        }
+    }
+
+    /// The held line back, with what the act declared (`None`: it made no [`Guard::cover`] call, and
+    /// its change is the one the engine computed and journalled before the act).
+    pub fn finish(self) -> (Held, Option<Declared>) {
+        let held = self.held.into_inner().unwrap_or_else(|e| e.into_inner());
+        let declared = self.declared.into_inner().unwrap_or_else(|e| e.into_inner());
+        (held, declared)
+    }
+}
+
 /// How a held line ended, for [`Journal::release`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -236,8 +347,19 @@ pub enum Outcome {
     Recovered,
     /// Nothing was changed after all: roll the intent back.
     Untouched,
-    /// The change failed or may have half happened: the record stays as written, for recover.
-    Failed,
+    /// The change failed or may have half happened. `done`: the most it can have done (what the
+    /// act declared, or the change computed from the fresh read); the record is brought back to
+    /// that on top of what earlier runs took, so that recover never undoes what this run did not
+    /// do. `None` (recovery): the record stays as it is.
+    Failed {
+        /// The most the failed act can have done.
+        done: Option<Declared>,
+    },
+    /// The act was given up while a call may still be in flight (the lease could not be renewed,
+    /// or an interrupt's grace ran out): the record stays as written (it covers anything the call
+    /// can do) and the lock is not released but left to run out, so that nobody else trusts a read
+    /// of the resource before that call can have ended.
+    Abandoned,
 }
 
 /// A line released: the record it leaves (`None`: deleted), and whether a lost done mark had to
@@ -319,11 +441,13 @@ impl Journal {
             });
             line_key.push(k);
         }
+        let expiry = lease.expiry_epoch();
         let lock = |resource: &str| Lock {
             resource: resource.to_owned(),
             run_id: lease.run_id.clone(),
             caller: lease.caller.clone(),
-            lease_expires_at: lease.expiry_epoch(),
+            lease_expires_at: expiry,
+            quiet_at: lease.quiet_epoch(expiry),
             host: super::record::host_name(),
             pid: std::process::id(),
         };
@@ -399,7 +523,7 @@ impl Journal {
         }
     }
 
-    /// Remove the locks of runs that died (lease run out, or holder gone from this host) whose
+    /// Remove the locks of runs that died (lease and calls run out, or holder gone from this host) whose
     /// resource has no record left (`keep`: the keys that still have one). Such a lock protects
     /// nothing; it is left by a run killed between the writes of a release that had to be sent one
     /// by one. Returns how many were removed.
@@ -408,7 +532,7 @@ impl Journal {
             .locks()
             .await?
             .into_iter()
-            .filter(|l| !keep.contains(&l.resource) && (!l.is_live() || l.holder_is_gone()))
+            .filter(|l| !keep.contains(&l.resource) && (l.is_free() || l.holder_is_gone()))
             .collect();
         if dead.is_empty() {
             return Ok(0);
@@ -420,7 +544,13 @@ impl Journal {
     /// Evacuation found more to take than it journalled (the resource changed between the plan and
     /// the lock): widen the record first, so the write-ahead still covers the change.
     pub async fn widen(&self, held: &mut Held, removed: &[String], actions: &[String]) -> Result<()> {
-        let (write, widened) = widen_write(&held.record, removed, actions);
+        held.record = self.widen_record(&held.record, removed, actions).await?;
+        Ok(())
+    }
+
+    /// Widen `record` (as this run holds it, under its lock); returns the record as stored now.
+    async fn widen_record(&self, record: &Record, removed: &[String], actions: &[String]) -> Result<Record> {
+        let (write, widened) = widen_write(record, removed, actions);
         match self.commit_one(&write).await {
             Ok(()) => {}
             // An answer lost and the write sent again fails its own condition: our write landed
@@ -432,13 +562,45 @@ impl Journal {
             },
             Err(e) => return Err(e),
         }
-        held.record = widened;
-        Ok(())
+        Ok(widened)
     }
 
     /// Journal how each held line ended and release its lock, one transaction per batch; returns,
     /// per line, the record left or why the journal could not be brought up to date.
     pub async fn release(&self, lines: Vec<(Held, Outcome)>, lease: &Lease) -> Vec<Result<Released>> {
+        // An abandoned line's lock is left to run out (a call of it may still land), and every line
+        // of that resource with it: no record write, no unlock, no more renewals.
+        let abandoned: std::collections::BTreeSet<String> = lines
+            .iter()
+            .filter(|(_, outcome)| *outcome == Outcome::Abandoned)
+            .map(|(held, _)| held.key.clone())
+            .collect();
+        if abandoned.is_empty() {
+            return self.release_all(lines, lease).await;
+        }
+        for key in &abandoned {
+            lease.drop_key(key);
+        }
+        let (left, released): (Vec<_>, Vec<_>) = lines
+            .into_iter()
+            .enumerate()
+            .partition(|(_, (held, _))| abandoned.contains(&held.key));
+        let (order, rest): (Vec<usize>, Vec<(Held, Outcome)>) = released.into_iter().unzip();
+        let mut results: Vec<Option<Result<Released>>> = (0..order.len() + left.len()).map(|_| None).collect();
+        for (i, result) in order.into_iter().zip(self.release_all(rest, lease).await) {
+            results[i] = Some(result);
+        }
+        for (i, (held, _)) in left {
+            results[i] = Some(Ok(Released {
+                record: Some(held.record),
+                repaired: false,
+            }));
+        }
+        results.into_iter().flatten().collect()
+    }
+
+    /// [`Journal::release`] of lines none of which was abandoned.
+    async fn release_all(&self, lines: Vec<(Held, Outcome)>, lease: &Lease) -> Vec<Result<Released>> {
         let now_text = now();
         let mut keys: Vec<String> = Vec::new();
         let mut groups: Vec<Vec<Write>> = Vec::new();
@@ -560,7 +722,7 @@ impl Journal {
                 record: self.record_of(&az_id, &resource).await?.and_then(Result::ok),
                 repaired: false,
             }),
-            Outcome::Failed => Err(err),
+            Outcome::Failed { .. } | Outcome::Abandoned => Err(err),
         }
     }
 
@@ -655,7 +817,8 @@ fn release_write(held: &Held, outcome: &Outcome, now: &str) -> (Option<Write>, O
             (Some(write), Some(done))
         }
         Outcome::Recovered => (Some(remove_write(record)), None),
-        Outcome::Failed => (None, Some(record.clone())),
+        Outcome::Failed { done: Some(done) } if !held.recovering => narrow(held, done),
+        Outcome::Failed { .. } | Outcome::Abandoned => (None, Some(record.clone())),
         Outcome::Untouched if held.recovering => (None, Some(record.clone())),
         Outcome::Untouched => match &held.prior {
             None => (Some(remove_write(record)), None),
@@ -664,6 +827,43 @@ fn release_write(held: &Held, outcome: &Outcome, now: &str) -> (Option<Write>, O
                 (Some(write), Some(restored))
             }
         },
+    }
+}
+
+/// A failed evacuation's record, brought back to what earlier runs took plus the most this run's
+/// act can have done: the plan's guess and any step the act never got to are not kept, so that
+/// recover never undoes what azevac did not do (an operator's own cordon made in between).
+fn narrow(held: &Held, done: &Declared) -> (Option<Write>, Option<Record>) {
+    let record = &held.record;
+    let prior = held.prior.as_ref();
+    let removed = union(prior.map_or(&[][..], |p| &p.removed_subnets), &done.removed);
+    let actions = union(prior.map_or(&[][..], |p| &p.actions), &done.actions);
+    // Kept in the record's own order (the intent's), so that a record left as it was is not rewritten.
+    let keep = |stored: &[String], wanted: &[String]| -> Vec<String> {
+        let mut kept: Vec<String> = stored.iter().filter(|s| wanted.contains(s)).cloned().collect();
+        kept.extend(wanted.iter().filter(|w| !stored.contains(w)).cloned());
+        kept
+    };
+    let removed = keep(&record.removed_subnets, &removed);
+    let actions = keep(&record.actions, &actions);
+    if removed == record.removed_subnets && actions == record.actions {
+        return (None, Some(record.clone()));
+    }
+    match prior {
+        None if removed.is_empty() && actions.is_empty() => (Some(remove_write(record)), None),
+        Some(prior) if removed == prior.removed_subnets && actions == prior.actions => {
+            let (write, restored) = restore_write(prior, record.version);
+            (Some(write), Some(restored))
+        }
+        _ => {
+            let narrowed = Record {
+                removed_subnets: removed,
+                actions,
+                ..record.clone()
+            };
+            let (write, stored) = restore_write(&narrowed, record.version);
+            (Some(write), Some(stored))
+        }
     }
 }
 
@@ -794,8 +994,36 @@ mod tests {
         let restored = release_write(&over, &Outcome::Untouched, "now").1.expect("restored");
         assert_eq!(restored.removed_subnets, prior.removed_subnets);
         assert_eq!(restored.version, 7);
-        let (write, kept) = release_write(&over, &Outcome::Failed, "now");
-        assert!(write.is_none(), "a failed change leaves the intent for recover");
+        let (write, kept) = release_write(&over, &Outcome::Failed { done: None }, "now");
+        assert!(write.is_none(), "a failed recovery leaves its record");
+        assert_eq!(kept.expect("kept").removed_subnets, ["a", "b"]);
+        let failed = |done: Declared| Outcome::Failed { done: Some(done) };
+        let (write, kept) = release_write(&over, &failed(Declared::default()), "now");
+        assert!(write.is_some(), "nothing done: back to the earlier run's record");
+        assert_eq!(kept.expect("restored").removed_subnets, prior.removed_subnets);
+        assert!(
+            release_write(&new, &failed(Declared::default()), "now").1.is_none(),
+            "nothing done and no earlier record: the intent goes"
+        );
+        let cordon = held(record(&[], &["taint:x", "cordon"], 1), None);
+        let taint_only = Declared {
+            removed: vec![],
+            actions: strings(&["taint:x"]),
+        };
+        let (write, kept) = release_write(&cordon, &failed(taint_only), "now");
+        assert!(write.is_some());
+        let kept = kept.expect("narrowed");
+        assert_eq!(kept.actions, ["taint:x"], "the plan's guess of a cordon is not kept");
+        assert_eq!(kept.state, State::Intent, "what may have happened stays an intent");
+        let all = Declared {
+            removed: strings(&["a", "b"]),
+            actions: vec![],
+        };
+        let (write, kept) = release_write(&over, &failed(all), "now");
+        assert!(
+            write.is_none(),
+            "a failed change that may have done it all leaves the intent"
+        );
         assert_eq!(kept.expect("kept").removed_subnets, ["a", "b"]);
     }
 }

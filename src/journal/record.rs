@@ -19,6 +19,11 @@ pub struct Lock {
     pub caller: String,
     /// The lease's end, in seconds since the Unix epoch (wall clock of the holder).
     pub lease_expires_at: u64,
+    /// When no call the holder started under its lease can still be in flight: the lease's end plus
+    /// the holder's longest call (`--operation-timeout`). An expired lock is taken over only after
+    /// this, so that a slow change of a holder that could not renew never lands behind the new
+    /// holder's read. 0: written by a version that did not say (its lease's end is used).
+    pub quiet_at: u64,
     /// Where the holder runs: host name, boot ID and PID namespace (empty: unknown), so that two
     /// containers sharing a host name are never taken for one machine.
     pub host: String,
@@ -27,15 +32,27 @@ pub struct Lock {
 }
 
 impl Lock {
-    /// The lease's end, as RFC 3339.
+    /// When another run may take the lock over (the lease's end, and the holder's calls' end once
+    /// it has run out), as RFC 3339.
     pub fn until(&self) -> String {
-        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(self.lease_expires_at);
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(self.free_at());
         humantime::format_rfc3339_seconds(at).to_string()
     }
 
     /// Whether the lease is still running by this machine's clock.
     pub fn is_live(&self) -> bool {
         self.lease_expires_at >= epoch_seconds()
+    }
+
+    /// Whether the lock protects nothing any more by this machine's clock: its lease has run out and
+    /// no call its holder started can still be in flight.
+    pub fn is_free(&self) -> bool {
+        self.free_at() < epoch_seconds()
+    }
+
+    /// The second after which the lock may be taken over.
+    fn free_at(&self) -> u64 {
+        self.quiet_at.max(self.lease_expires_at)
     }
 
     /// Whether the holder is a process of this machine (same host name, same boot, same PID
@@ -89,6 +106,7 @@ pub(super) fn lock_item(lock: &Lock) -> HashMap<String, AttributeValue> {
         ("run_id".to_owned(), s(&lock.run_id)),
         ("caller".to_owned(), s(&lock.caller)),
         ("lease_expires_at".to_owned(), n(lock.lease_expires_at)),
+        ("quiet_at".to_owned(), n(lock.quiet_at)),
         ("host".to_owned(), s(&lock.host)),
         ("pid".to_owned(), n(u64::from(lock.pid))),
         ("updated_at".to_owned(), s(&now())),
@@ -104,6 +122,11 @@ pub(super) fn parse_lock(item: &HashMap<String, AttributeValue>) -> Option<Lock>
         caller: key("caller").unwrap_or_else(|| "?".into()),
         lease_expires_at: item
             .get("lease_expires_at")
+            .and_then(|v| v.as_n().ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default(),
+        quiet_at: item
+            .get("quiet_at")
             .and_then(|v| v.as_n().ok())
             .and_then(|v| v.parse().ok())
             .unwrap_or_default(),

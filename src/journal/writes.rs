@@ -125,10 +125,15 @@ pub(super) fn lock_write(lock: &Lock, now_epoch: u64, dead: Option<&str>) -> Wri
         az_id: LOCK_PARTITION.to_owned(),
         resource: lock.resource.clone(),
         kind: WriteKind::Put(lock_item(lock)),
-        condition: "attribute_not_exists(#sk) OR #lease < :now OR #run = :run".into(),
+        // An expired lock whose holder may still have a call in flight is not free yet: a lock
+        // written by an older version (no `quiet_at`) is free once its lease has run out.
+        condition: "attribute_not_exists(#sk) OR #run = :run OR #quiet < :now \
+                    OR (attribute_not_exists(#quiet) AND #lease < :now)"
+            .into(),
         names: HashMap::from([
             ("#sk".to_owned(), SK.to_owned()),
             ("#lease".to_owned(), "lease_expires_at".to_owned()),
+            ("#quiet".to_owned(), "quiet_at".to_owned()),
             ("#run".to_owned(), "run_id".to_owned()),
         ]),
         values: HashMap::from([(":now".to_owned(), n(now_epoch)), (":run".to_owned(), s(&lock.run_id))]),
@@ -140,18 +145,23 @@ pub(super) fn lock_write(lock: &Lock, now_epoch: u64, dead: Option<&str>) -> Wri
     write
 }
 
-/// Extend this run's lease on a lock it still holds.
-pub(super) fn renew_write(resource: &str, run_id: &str, until_epoch: u64) -> Write {
+/// Extend this run's lease on a lock it still holds (and the end of its calls with it).
+pub(super) fn renew_write(resource: &str, run_id: &str, until_epoch: u64, quiet_epoch: u64) -> Write {
     Write {
         az_id: LOCK_PARTITION.to_owned(),
         resource: resource.to_owned(),
-        kind: WriteKind::Update("SET #lease = :until".into()),
+        kind: WriteKind::Update("SET #lease = :until, #quiet = :quiet".into()),
         condition: "#run = :run".into(),
         names: HashMap::from([
             ("#lease".to_owned(), "lease_expires_at".to_owned()),
+            ("#quiet".to_owned(), "quiet_at".to_owned()),
             ("#run".to_owned(), "run_id".to_owned()),
         ]),
-        values: HashMap::from([(":until".to_owned(), n(until_epoch)), (":run".to_owned(), s(run_id))]),
+        values: HashMap::from([
+            (":until".to_owned(), n(until_epoch)),
+            (":quiet".to_owned(), n(quiet_epoch)),
+            (":run".to_owned(), s(run_id)),
+        ]),
     }
 }
 
@@ -513,12 +523,13 @@ mod tests {
             run_id: "run".into(),
             caller: "me".into(),
             lease_expires_at: 100,
+            quiet_at: 280,
             host: "here".into(),
             pid: 1,
         };
         assert_well_formed(&lock_write(&lock, 50, None));
         assert_well_formed(&lock_write(&lock, 50, Some("dead-run")));
-        assert_well_formed(&renew_write("arn:web", "run", 200));
+        assert_well_formed(&renew_write("arn:web", "run", 200, 380));
         assert_well_formed(&unlock_write("arn:web", "run"));
         assert_well_formed(&drop_dead_lock_write(&lock));
     }

@@ -20,7 +20,7 @@ use aws_sdk_rds::types::{DbCluster, DbInstance, Tag};
 use serde::{Deserialize, Serialize};
 
 use super::{Acted, Plugin, Scope, Setup, Stage};
-use crate::journal::Held;
+use crate::journal::{Guard, Held};
 use crate::model::{Command, Item, Record, Resource, Status};
 use crate::plan::{Filters, ALREADY_EVACUATED};
 use crate::topology::Zones;
@@ -862,11 +862,11 @@ impl Plugin for Databases {
         Ok(())
     }
 
-    async fn evacuate(&self, line: &Item, _held: &Held) -> Result<Acted> {
+    async fn evacuate(&self, line: &Item, _held: &Guard<'_>) -> Result<Acted> {
         self.fail_over(line).await
     }
 
-    async fn recover(&self, line: &Item, _held: &Held) -> Result<Acted> {
+    async fn recover(&self, line: &Item, _held: &Guard<'_>) -> Result<Acted> {
         if line.target.is_none() {
             return Ok(Acted::default());
         }

@@ -19,7 +19,7 @@ use serde_json::json;
 use async_trait::async_trait;
 
 use super::{Acted, Plugin, Scope, Setup};
-use crate::journal::Held;
+use crate::journal::Guard;
 use crate::model::{Item, Record, Status};
 use crate::topology::Zones;
 use crate::{Error, Result};
@@ -115,29 +115,35 @@ pub(crate) fn kube_err(operation: &'static str, err: kube::Error) -> Error {
     }
 }
 
-/// Read-modify-write one object: `change` computes a merge patch from the object as it is now (or
-/// `None`: nothing to do); the patch carries that `resourceVersion`, and a 409 means read and try
-/// again. `operations` name the read and the write in errors.
+/// Read-modify-write one object: `change` computes, from the object as it is now, a merge patch and
+/// the journal actions it carries out (or `None`: nothing to do); those actions are written ahead
+/// through `held` before the patch is sent, which carries that `resourceVersion`; a 409 means read,
+/// compute, write ahead and try again. `operations` name the read and the write in errors.
 pub(crate) async fn read_modify_write<K, F>(
     api: &Api<K>,
     name: &str,
     operations: (&'static str, &'static str),
+    held: &Guard<'_>,
     change: F,
 ) -> Result<Option<K>>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-    F: Fn(&K) -> Option<serde_json::Value>,
+    F: Fn(&K) -> Option<(serde_json::Value, Vec<String>)>,
 {
     let (read, write) = operations;
     for _ in 0..CONFLICT_TRIES {
         let object = api.get(name).await.map_err(|e| kube_err(read, e))?;
-        let Some(mut patch) = change(&object) else {
+        let Some((mut patch, actions)) = change(&object) else {
             return Ok(Some(object));
         };
+        // The change computed from this read, journalled before it is sent (after a 409 it may
+        // differ from the one planned: the object changed in between).
+        held.cover(&[], &actions).await?;
         patch["metadata"]["resourceVersion"] = json!(object.meta().resource_version);
         match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
             Ok(object) => return Ok(Some(object)),
             Err(kube::Error::Api(status)) if status.code == 409 => {
+                held.refused(&[], &actions);
                 tracing::info!(
                     object = name,
                     "{name} changed while we wrote it (409); reading it again"
@@ -373,16 +379,22 @@ impl Cluster {
     }
 
     /// Read-modify-write a node (see [`read_modify_write`]).
-    pub(crate) async fn update_node<F>(&self, name: &str, change: F) -> Result<Option<Node>>
+    pub(crate) async fn update_node<F>(&self, name: &str, held: &Guard<'_>, change: F) -> Result<Option<Node>>
     where
-        F: Fn(&Node) -> Option<serde_json::Value>,
+        F: Fn(&Node) -> Option<(serde_json::Value, Vec<String>)>,
     {
         let api: Api<Node> = Api::all(self.client.clone());
-        read_modify_write(&api, name, ("get node", "patch node"), change).await
+        read_modify_write(&api, name, ("get node", "patch node"), held, change).await
     }
 
     /// Carry out an evacuation line; returns the actions actually taken (for the journal) and notes.
-    pub async fn evacuate(&self, node: &str, az_id: &str, options: &Options) -> Result<(Vec<String>, Vec<String>)> {
+    pub async fn evacuate(
+        &self,
+        node: &str,
+        az_id: &str,
+        options: &Options,
+        held: &Guard<'_>,
+    ) -> Result<(Vec<String>, Vec<String>)> {
         let effect = if options.mode == Mode::Noexecute {
             "NoExecute"
         } else {
@@ -393,7 +405,7 @@ impl Cluster {
         // Set by the attempt that wrote: whether that write is what cordoned the node.
         let cordoning = std::sync::atomic::AtomicBool::new(false);
         let updated = self
-            .update_node(node, |n| {
+            .update_node(node, held, |n| {
                 let mut taints = n.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
                 let add_taint = want_taint && !taints.iter().any(|t| t.key == TAINT_KEY);
                 let cordon = want_cordon && is_schedulable(n);
@@ -410,10 +422,15 @@ impl Cluster {
                     });
                 }
                 let mut spec = json!({ "taints": taints });
+                let mut actions = Vec::new();
+                if add_taint {
+                    actions.push(taint_action(az_id, effect));
+                }
                 if cordon {
                     spec["unschedulable"] = json!(true);
+                    actions.push(CORDON.to_owned());
                 }
-                Some(json!({ "spec": spec }))
+                Some((json!({ "spec": spec }), actions))
             })
             .await?;
         // Read back: the node must now carry what we meant it to.
@@ -436,6 +453,8 @@ impl Cluster {
         }
         let mut notes = Vec::new();
         if options.mode == Mode::Drain {
+            // The drain is a change of its own: journalled before the first eviction.
+            held.cover(&[], &actions).await?;
             let stuck = self.drain(node, options.drain_timeout).await?;
             if !stuck.is_empty() {
                 notes.push(format!("pods not evicted: {}", stuck.join(", ")));
@@ -490,10 +509,10 @@ impl Cluster {
 
     /// Undo exactly the recorded actions still in place: remove our taint (leaving every other one),
     /// uncordon only if azevac cordoned.
-    pub async fn recover(&self, node: &str, record: &Record) -> Result<()> {
+    pub async fn recover(&self, node: &str, record: &Record, held: &Guard<'_>) -> Result<()> {
         let uncordon = record.actions.iter().any(|a| a == CORDON);
         let untaint = record.actions.iter().any(|a| a.starts_with("taint:"));
-        self.update_node(node, |n| {
+        self.update_node(node, held, |n| {
             let taints = n.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
             let kept: Vec<&Taint> = taints.iter().filter(|t| !(untaint && t.key == TAINT_KEY)).collect();
             let remove_taint = kept.len() != taints.len();
@@ -505,7 +524,7 @@ impl Cluster {
             if remove_cordon {
                 spec["unschedulable"] = json!(false);
             }
-            Some(json!({ "spec": spec }))
+            Some((json!({ "spec": spec }), Vec::new()))
         })
         .await?;
         Ok(())
@@ -599,10 +618,10 @@ impl Plugin for Nodes {
         Ok(items)
     }
 
-    async fn evacuate(&self, line: &Item, held: &Held) -> Result<Acted> {
+    async fn evacuate(&self, line: &Item, held: &Guard<'_>) -> Result<Acted> {
         let cluster = self.cluster_of(line)?;
         let (actions, notes) = cluster
-            .evacuate(node_of(&line.resource), &held.record().az_id, &self.options)
+            .evacuate(node_of(&line.resource), &held.record().az_id, &self.options, held)
             .await?;
         Ok(Acted {
             actions: Some(actions),
@@ -612,9 +631,9 @@ impl Plugin for Nodes {
         })
     }
 
-    async fn recover(&self, line: &Item, held: &Held) -> Result<Acted> {
+    async fn recover(&self, line: &Item, held: &Guard<'_>) -> Result<Acted> {
         self.cluster_of(line)?
-            .recover(node_of(&line.resource), held.record())
+            .recover(node_of(&line.resource), &held.record(), held)
             .await?;
         Ok(Acted::default())
     }

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use super::eks::{self, Cluster, Mode, ZONE_ID_LABEL, ZONE_NAME_LABEL};
 use super::{Acted, Plugin, Scope, Setup};
-use crate::journal::Held;
+use crate::journal::Guard;
 use crate::model::{Item, Record, Resource, Status};
 use crate::plan::ALREADY_EVACUATED;
 use crate::topology::{Zone, Zones};
@@ -691,16 +691,21 @@ impl Plugin for NodePools {
         Ok(items)
     }
 
-    async fn evacuate(&self, line: &Item, _held: &Held) -> Result<Acted> {
+    async fn evacuate(&self, line: &Item, held: &Guard<'_>) -> Result<Acted> {
         let (cluster, is_pool, name) = self.cluster(&line.resource)?;
         if !is_pool {
             // Set by the attempt that wrote: whether this run is what annotated the node.
             let annotating = Mutex::new(false);
             let node = cluster
-                .update_node(&name, |n| {
+                .update_node(&name, held, |n| {
                     let add = annotation(n).is_none();
                     *annotating.lock().unwrap_or_else(|e| e.into_inner()) = add;
-                    add.then(|| json!({ "metadata": { "annotations": { DO_NOT_DISRUPT: "true" } } }))
+                    add.then(|| {
+                        (
+                            json!({ "metadata": { "annotations": { DO_NOT_DISRUPT: "true" } } }),
+                            vec![Change::Annotated.to_string()],
+                        )
+                    })
                 })
                 .await?
                 .ok_or_else(|| Error::BadInput(format!("node {name} disappeared")))?;
@@ -725,7 +730,8 @@ impl Plugin for NodePools {
         // Set by the attempt that wrote: the change computed from that read.
         let made: Mutex<Option<Change>> = Mutex::new(None);
         let refused: Mutex<Option<String>> = Mutex::new(None);
-        let pool = eks::read_modify_write(&pools_api(cluster), &name, ("get nodepool", "patch nodepool"), |pool| {
+        let operations = ("get nodepool", "patch nodepool");
+        let pool = eks::read_modify_write(&pools_api(cluster), &name, operations, held, |pool| {
             let data = serde_json::to_value(pool).unwrap_or_default();
             let (mut raw, parsed) = match requirements(&data) {
                 Ok(found) => found,
@@ -741,7 +747,9 @@ impl Plugin for NodePools {
                 Exclusion::Refused(why) => (None, Some(why)),
             };
             *refused.lock().unwrap_or_else(|e| e.into_inner()) = why;
-            let patch = change.is_some().then(|| requirements_patch(raw));
+            let patch = change
+                .as_ref()
+                .map(|change| (requirements_patch(raw), vec![change.to_string()]));
             *made.lock().unwrap_or_else(|e| e.into_inner()) = change;
             patch
         })
@@ -765,7 +773,7 @@ impl Plugin for NodePools {
         })
     }
 
-    async fn recover(&self, line: &Item, held: &Held) -> Result<Acted> {
+    async fn recover(&self, line: &Item, held: &Guard<'_>) -> Result<Acted> {
         let (cluster, is_pool, name) = self.cluster(&line.resource)?;
         let changes = held
             .record()
@@ -776,23 +784,27 @@ impl Plugin for NodePools {
         if !is_pool {
             if changes.contains(&Change::Annotated) {
                 cluster
-                    .update_node(&name, |n| {
-                        (annotation(n) == Some("true"))
-                            .then(|| json!({ "metadata": { "annotations": { DO_NOT_DISRUPT: null } } }))
+                    .update_node(&name, held, |n| {
+                        (annotation(n) == Some("true")).then(|| {
+                            (
+                                json!({ "metadata": { "annotations": { DO_NOT_DISRUPT: null } } }),
+                                Vec::new(),
+                            )
+                        })
                     })
                     .await?;
             }
             return Ok(Acted::default());
         }
         let api = pools_api(cluster);
-        let outcome = eks::read_modify_write(&api, &name, ("get nodepool", "patch nodepool"), |pool| {
+        let outcome = eks::read_modify_write(&api, &name, ("get nodepool", "patch nodepool"), held, |pool| {
             let data = serde_json::to_value(pool).unwrap_or_default();
             let mut raw = raw_requirements(&data);
             let mut changed = false;
             for change in &changes {
                 changed |= revert(change, &mut raw);
             }
-            changed.then(|| requirements_patch(raw))
+            changed.then(|| (requirements_patch(raw), Vec::new()))
         })
         .await;
         match outcome {

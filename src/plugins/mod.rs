@@ -17,7 +17,7 @@ use futures::future::BoxFuture;
 
 pub use crate::check::Check;
 pub use crate::headroom::Demand;
-use crate::journal::Held;
+use crate::journal::{Guard, Held};
 pub use crate::model::Finding;
 pub use crate::model::Resource;
 use crate::model::{Command, Item, Plan, Record, Request};
@@ -274,11 +274,16 @@ pub trait Plugin: Send + Sync {
         Ok(())
     }
 
-    /// Carry one evacuation line out.
-    async fn evacuate(&self, line: &Item, held: &Held) -> Result<Acted>;
+    /// Carry one evacuation line out. Before each changing call, `held.cover(...)` with what that
+    /// call may do, unless it is exactly the line's planned change (the engine journalled that
+    /// before the act): a change computed again inside the act (after a 409, or the next step of
+    /// several) is written ahead that way. What the act reports done must be covered; the engine
+    /// fails a line whose outcome is not.
+    async fn evacuate(&self, line: &Item, held: &Guard<'_>) -> Result<Acted>;
 
-    /// Carry one recovery line out.
-    async fn recover(&self, line: &Item, held: &Held) -> Result<Acted>;
+    /// Carry one recovery line out (`held.cover(&[], &[])` before each changing call checks that the
+    /// lock is still safe to act under).
+    async fn recover(&self, line: &Item, held: &Guard<'_>) -> Result<Acted>;
 
     /// Trust, but verify: read the done lines back and fail those whose resource is not as the line
     /// says. Default: the act read back what it wrote.

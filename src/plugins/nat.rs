@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Acted, Plugin, Scope, Setup, Stage};
 use crate::error::describe;
-use crate::journal::Held;
+use crate::journal::{Guard, Held};
 use crate::model::{Command, Item, Record, Resource, Status};
 use crate::plan::{Filters, ALREADY_EVACUATED};
 use crate::{Error, Result};
@@ -728,12 +728,12 @@ impl Plugin for NatRoutes {
         Ok(())
     }
 
-    async fn evacuate(&self, line: &Item, _held: &Held) -> Result<Acted> {
+    async fn evacuate(&self, line: &Item, _held: &Guard<'_>) -> Result<Acted> {
         self.repoint(line).await?;
         Ok(Acted::default())
     }
 
-    async fn recover(&self, line: &Item, _held: &Held) -> Result<Acted> {
+    async fn recover(&self, line: &Item, _held: &Guard<'_>) -> Result<Acted> {
         if line.target.is_none() {
             return Ok(Acted::default());
         }

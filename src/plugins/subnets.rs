@@ -11,7 +11,7 @@ use async_trait::async_trait;
 
 use super::{Acted, Demand, Evacuation, Finding, Place, Plugin, Scope, SubnetService};
 use crate::error::describe;
-use crate::journal::Held;
+use crate::journal::{Guard, Held};
 use crate::model::{Command, Item, Plan, Record, Resource, Status};
 use crate::plan::{self, Filters};
 use crate::Result;
@@ -233,11 +233,11 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
         outcome
     }
 
-    async fn evacuate(&self, line: &Item, _held: &Held) -> Result<Acted> {
+    async fn evacuate(&self, line: &Item, _held: &Guard<'_>) -> Result<Acted> {
         self.change(line).await
     }
 
-    async fn recover(&self, line: &Item, _held: &Held) -> Result<Acted> {
+    async fn recover(&self, line: &Item, _held: &Guard<'_>) -> Result<Acted> {
         self.change(line).await
     }
 

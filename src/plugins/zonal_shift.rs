@@ -12,7 +12,7 @@ use async_trait::async_trait;
 
 use super::{Acted, Plugin, Scope, Setup, Stage};
 use crate::error::describe;
-use crate::journal::Held;
+use crate::journal::Guard;
 use crate::model::{Command, Item, Record, Resource, Status};
 use crate::plan::ALREADY_EVACUATED;
 use crate::topology::Zones;
@@ -320,7 +320,7 @@ impl Plugin for ZonalShifts {
 
     /// The comment carries the run ID, so that `recover` finds the shift even if azevac dies
     /// before the shift's ID is journalled.
-    async fn evacuate(&self, line: &Item, held: &Held) -> Result<Acted> {
+    async fn evacuate(&self, line: &Item, held: &Guard<'_>) -> Result<Acted> {
         let record = held.record();
         let comment = comment(record.run_id.as_deref().unwrap_or_default(), record.reason.as_deref());
         let id = self
@@ -336,7 +336,7 @@ impl Plugin for ZonalShifts {
         })
     }
 
-    async fn recover(&self, line: &Item, _held: &Held) -> Result<Acted> {
+    async fn recover(&self, line: &Item, _held: &Guard<'_>) -> Result<Acted> {
         if let Some(id) = to_cancel(line) {
             self.shifts.cancel(id).await?;
         }

@@ -69,7 +69,7 @@ async fn a_renewal_that_crosses_the_release_is_not_a_lost_lock() {
         reason: None,
         account_id: None,
     };
-    let lease = Lease::new(&audit, Duration::from_secs(2));
+    let lease = Lease::new(&audit, Duration::from_secs(2), Duration::from_secs(2));
     let resource = Resource {
         resource_type: "asg",
         id: "arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:1:autoScalingGroupName/web".into(),

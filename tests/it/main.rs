@@ -27,6 +27,7 @@ mod nat;
 mod notify;
 mod pace;
 mod parsers;
+mod promise;
 mod reliability;
 mod schema;
 mod zonal_shift;

@@ -112,6 +112,9 @@ impl Harness {
     }
 }
 
+/// A concurrent edit of an object, as another client would make it.
+pub type Edit = Box<dyn FnOnce(&mut Value) + Send>;
+
 /// The API server's objects and the behaviours a test asks for.
 #[derive(Default)]
 pub struct Cluster {
@@ -127,6 +130,10 @@ pub struct Cluster {
     pub pdb_refusals: BTreeMap<String, u32>,
     /// The next PATCH of these nodes (or NodePools) meets a concurrent edit first (so its resourceVersion is stale).
     pub conflict_once: BTreeSet<String>,
+    /// The next PATCH of these objects meets this concurrent edit first (its resourceVersion is stale).
+    pub edit_before_patch: BTreeMap<String, Edit>,
+    /// The next PATCH of these objects that would be applied fails with 500 instead, changing nothing.
+    pub fail_patch_once: BTreeSet<String>,
     /// Counts, for assertions: 409s and 429s answered, evictions done.
     pub conflicts: usize,
     /// 429s answered.
@@ -210,6 +217,8 @@ impl Kind {
 struct Killer {
     /// Kill the watched process at this request number (1-based).
     kill_at: Option<(usize, KillWhen)>,
+    /// Kill it at the nth (1-based) request that is exactly this `METHOD /path`.
+    kill_on: Option<(String, usize, KillWhen)>,
     /// Every request since the last [`FakeKube::set_kill_at`], as `METHOD /path`.
     requests: Vec<String>,
     child: Option<Arc<Mutex<Child>>>,
@@ -285,8 +294,16 @@ impl FakeKube {
     pub fn set_kill_at(&self, kill_at: Option<(usize, KillWhen)>) {
         let mut killer = self.killer.lock().expect("killer");
         killer.kill_at = kill_at;
+        killer.kill_on = None;
         killer.requests.clear();
         killer.killed = false;
+    }
+
+    /// Kill the watched process at the `nth` (1-based) request that is exactly `label` (`METHOD
+    /// /path`), and forget the requests seen so far.
+    pub fn set_kill_on(&self, label: &str, nth: usize, when: KillWhen) {
+        self.set_kill_at(None);
+        self.killer.lock().expect("killer").kill_on = Some((label.to_owned(), nth, when));
     }
 
     /// The process to SIGKILL at the kill point.
@@ -338,8 +355,11 @@ async fn count_and_kill(State(killer): State<Arc<Mutex<Killer>>>, request: Reque
         k.requests
             .push(format!("{} {}", request.method(), request.uri().path()));
         let n = k.requests.len();
-        match k.kill_at {
-            Some((at, when)) if at == n => Some(when),
+        let label = format!("{} {}", request.method(), request.uri().path());
+        let seen = k.requests.iter().filter(|r| **r == label).count();
+        match (&k.kill_at, &k.kill_on) {
+            (Some((at, when)), _) if *at == n => Some(*when),
+            (_, Some((on, nth, when))) if *on == label && *nth == seen => Some(*when),
             _ => None,
         }
     };
@@ -439,6 +459,9 @@ fn patch(state: &Mutex<Cluster>, kind: Kind, name: &str, headers: &HeaderMap, bo
             n["metadata"]["labels"]["example.com/touched-by"] = json!("someone-else")
         });
     }
+    if let Some(edit) = st.edit_before_patch.remove(name).filter(|_| exists) {
+        st.edit(kind, name, edit);
+    }
     let Some(current) = st.objects(kind).and_then(|o| o.get(name)).cloned() else {
         return not_found(kind, name);
     };
@@ -499,6 +522,13 @@ fn patch(state: &Mutex<Cluster>, kind: Kind, name: &str, headers: &HeaderMap, bo
             StatusCode::UNPROCESSABLE_ENTITY,
             "Invalid",
             &format!("{} \"{name}\" is invalid: {why}", kind.name()),
+        );
+    }
+    if st.fail_patch_once.remove(name) {
+        return status(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalError",
+            "etcdserver: request timed out",
         );
     }
     patched["metadata"]["resourceVersion"] = json!(st.bump());

@@ -154,7 +154,14 @@ impl Proxy {
                 let app = axum::Router::new().fallback(move |req: Request<Body>| {
                     let (state, client, upstream) = (shared.clone(), client.clone(), upstream.clone());
                     let (fake, signal) = (fake.clone(), signal.clone());
-                    async move { handle(state, signal, fake, client, &upstream, req).await }
+                    // Carried out to the end whether or not the caller still listens, as AWS
+                    // does: a call its sender gave up on (a timeout, a process that went away)
+                    // still lands, later.
+                    async move {
+                        tokio::spawn(async move { handle(state, signal, fake, client, &upstream, req).await })
+                            .await
+                            .unwrap_or_else(|_| error_response("", Fault::ServerError))
+                    }
                 });
                 axum::serve(listener, app).await.expect("serve");
             });
@@ -180,6 +187,14 @@ impl Proxy {
         state.killed = false;
         release_parked(&mut state);
         state.hold = Holding::default();
+    }
+
+    /// From now on also fail these calls and add `latency` to every call, keeping the calls seen and
+    /// any parked call as they are (unlike [`Proxy::set`]).
+    pub fn fail_too(&self, rules: Vec<FailRule>, latency: Duration) {
+        let mut state = self.state.lock().expect("state");
+        state.faults.rules.extend(rules);
+        state.faults.latency = latency;
     }
 
     /// Park the call `hold` picks before it is forwarded, until [`Proxy::release`]. Replaces an
