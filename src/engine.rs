@@ -415,6 +415,16 @@ async fn zone_records(journal: &Journal, az_id: &str) -> Result<(BTreeMap<String
 }
 
 impl Prepared {
+    /// A plan made elsewhere, with the plugins that carry it out (the engine's own tests drive it
+    /// with a fake plugin this way).
+    pub fn new(plan: Plan, plugins: Vec<Box<dyn Plugin>>) -> Prepared {
+        Prepared {
+            plan,
+            phases: Phases::start(),
+            plugins,
+        }
+    }
+
     /// Carry the plan out, exactly: stage by stage (traffic, capacity, traffic again), each line
     /// through the journal protocol; then read back and settle. Returns the plan with every line's
     /// outcome.

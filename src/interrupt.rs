@@ -62,8 +62,7 @@ impl Interrupt {
                     );
                     std::process::exit(128 + number);
                 }
-                *state.at.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
-                state.signal.store(number, Ordering::SeqCst);
+                Interrupt { state }.raise(number);
                 crate::say!(
                     "azevac: interrupted: starting no more changes; the ones in flight finish (at most {}s), then \
                      every lock is released and the result so far printed. Interrupt again to stop at once.",
@@ -73,6 +72,13 @@ impl Interrupt {
         });
         *interrupt.state.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
         interrupt
+    }
+
+    /// What the first signal does: from now on no change starts, and the ones in flight have
+    /// [`GRACE`]. `signal` is its number (2: SIGINT, 15: SIGTERM).
+    pub fn raise(&self, signal: i32) {
+        *self.state.at.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        self.state.signal.store(signal, Ordering::SeqCst);
     }
 
     /// Whether a signal asked the run to stop: start no more changes.

@@ -16,6 +16,7 @@ mod doctor;
 mod ecs_lambda;
 mod eks;
 mod emulator;
+mod engine;
 mod exposure;
 mod hardening;
 mod headroom;

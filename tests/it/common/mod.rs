@@ -29,9 +29,14 @@ pub const TABLE: &str = "azevac-journal";
 
 /// An SDK configuration for the test's own moto server.
 pub async fn sdk(moto: &Moto) -> SdkConfig {
+    sdk_at(&moto.endpoint).await
+}
+
+/// An SDK configuration for `endpoint` (moto, or the proxy in front of it).
+pub async fn sdk_at(endpoint: &str) -> SdkConfig {
     aws_config::defaults(BehaviorVersion::latest())
         .region(Region::new(REGION))
-        .endpoint_url(&moto.endpoint)
+        .endpoint_url(endpoint)
         .credentials_provider(aws_sdk_ec2::config::Credentials::new(
             "testing", "testing", None, None, "tests",
         ))
