@@ -687,8 +687,9 @@ const EVACUATE_AZ2: &[&str] = &["evacuate", "--az-id", ZONE, "--type", "asg", "-
 const EVACUATE_AZ3: &[&str] = &["evacuate", "--az-id", AZ3, "--type", "asg", "--yes"];
 const RECOVER_AZ2: &[&str] = &["recover", "--az-id", ZONE, "--type", "asg", "--yes"];
 
-/// What the sweep of one pair found: calls tried, calls parked, problems.
-type PairTally = (usize, usize, Vec<String>);
+/// What the sweep of one pair found: calls tried, calls parked, pauses in which the second run met
+/// the first one's lock, problems.
+type PairTally = (usize, usize, usize, Vec<String>);
 
 /// One pair of the sweep below, on a moto server and proxy of its own.
 async fn sweep_pair(pair: &Pair) -> PairTally {
@@ -727,10 +728,12 @@ async fn sweep_pair(pair: &Pair) -> PairTally {
         }
     };
     let mut problems = Vec::new();
+    // JSON, to tell a second run that acted from one that only met the first run's locks.
     let second: Vec<&str> = pair
         .second
         .iter()
         .map(|a| if *a == "PLAN" { plan_file } else { a })
+        .chain(["--output", "json"])
         .collect();
     let apply = pair.second.contains(&"PLAN");
     // Unpaused, one after the other: the number of calls to park, and the baseline.
@@ -743,20 +746,25 @@ async fn sweep_pair(pair: &Pair) -> PairTally {
     baseline.extend(watch.recover_all_exactly(&moto, &sdk).await);
     problems.extend(baseline.into_iter().map(|p| format!("{}: unpaused: {p}", pair.name)));
 
-    let (mut tried, mut held, mut violated) = (0, 0, 0);
+    let (mut tried, mut held, mut violated, mut met_lock) = (0, 0, 0, 0);
     let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
     // Every call of the first command: the sweep stays small (12 to 14 calls a command).
     for k in 1..=calls.len() {
         let mut watch = setup(apply).await;
         let hold = nth_call(&calls, k);
         tried += 1;
-        let (reached, _, mut found) = interleave(&moto, &proxy, &sdk, &mut watch, hold, pair.first, &second).await;
+        let (reached, run, mut found) = interleave(&moto, &proxy, &sdk, &mut watch, hold, pair.first, &second).await;
         let Some(label) = reached else {
             eprintln!("interleave: {}: call {k} not reached", pair.name);
             problems.extend(found.into_iter().map(|p| format!("{}: call {k}: {p}", pair.name)));
             continue;
         };
         held += 1;
+        // A second run that only found the first one's locks and left those resources alone proves
+        // the lock, not the protocol's reads and writes: counted apart.
+        if run.as_ref().is_some_and(met_a_lock) {
+            met_lock += 1;
+        }
         found.extend(watch.recover_all_exactly(&moto, &sdk).await);
         if !found.is_empty() {
             violated += 1;
@@ -771,10 +779,20 @@ async fn sweep_pair(pair: &Pair) -> PairTally {
         }
     }
     eprintln!(
-        "interleave: {}: tried {tried}, held {held}, interleavings with violations {violated} {kinds:?}",
-        pair.name
+        "interleave: {}: tried {tried}, held {held} (the second run met the first's lock in {met_lock}, acted \
+         beside it in {}), interleavings with violations {violated} {kinds:?}",
+        pair.name,
+        held - met_lock
     );
-    (tried, held, problems)
+    (tried, held, met_lock, problems)
+}
+
+/// Whether a run left some line alone because another live run held its lock.
+fn met_a_lock(run: &Run) -> bool {
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_default();
+    doc["items"]
+        .as_array()
+        .is_some_and(|items| items.iter().any(|i| !i["blocked_by"].is_null()))
 }
 
 /// Four pairs of commands, each swept on its own estate; the pairs run side by side.
@@ -806,9 +824,12 @@ fn interleaving_sweep() {
     let tallies = common::on_threads(pairs, |pair| async move { sweep_pair(&pair).await });
     let tried_all: usize = tallies.iter().map(|t| t.0).sum();
     let held_all: usize = tallies.iter().map(|t| t.1).sum();
-    let mut problems: Vec<String> = tallies.into_iter().flat_map(|t| t.2).collect();
+    let locked_all: usize = tallies.iter().map(|t| t.2).sum();
+    let mut problems: Vec<String> = tallies.into_iter().flat_map(|t| t.3).collect();
     eprintln!(
-        "interleave: tried {tried_all}, held {held_all} in {:?}",
+        "interleave: tried {tried_all}, held {held_all} (the second run met the first's lock in {locked_all}, \
+         acted beside it in {}) in {:?}",
+        held_all - locked_all,
         started.elapsed()
     );
     if held_all != tried_all {
