@@ -5,7 +5,7 @@
 //! concurrency; a resource's lines in order) → release (done mark or delete + unlock, one
 //! transaction) → verify (read back, each type once its batches have ended) → settle (`--wait`).
 //!
-//! A plugin can only change a resource through a [`Held`], which only [`Journal::acquire`] makes:
+//! A plugin can only change a resource through a [`Guard`] of a [`Held`], which only [`Journal::acquire`] makes:
 //! the write-ahead is enforced by the types, not by the order of calls in a command.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,7 +19,9 @@ use futures::StreamExt;
 
 use crate::error::describe;
 use crate::interrupt::Interrupt;
-use crate::journal::{batches, Ahead, Audit, Declared, Guard, Held, Journal, Lease, Outcome, Released, BATCH};
+use crate::journal::{
+    batches, Ahead, Audit, Declared, Evacuating, Guard, Held, Journal, Lease, Release, Released, BATCH,
+};
 use crate::model::{Command, Item, Plan, Record, Request, Status};
 use crate::plugins::{self, Plugin, Scope, Setup, Stage};
 use crate::stats::Phases;
@@ -558,11 +560,26 @@ enum Ended {
     Verified(Vec<(usize, Item)>),
 }
 
-/// A line being carried out: its index in the plan and, once acquired, its lock and intent.
+/// A line being carried out: its index in the plan, once acquired its lock and intent, and once it
+/// has ended how it is released (a line still held at the end changed nothing).
 struct Line {
     index: usize,
     held: Option<Held>,
-    outcome: Outcome,
+    release: Option<Release>,
+}
+
+impl Line {
+    /// Take the hold, to end it.
+    fn end(&mut self, end: impl FnOnce(Held) -> Release) {
+        if let Some(held) = self.held.take() {
+            self.release = Some(end(held));
+        }
+    }
+
+    /// How the line is released: as it ended, or untouched.
+    fn release(self) -> Option<Release> {
+        self.release.or_else(|| self.held.map(Held::untouched))
+    }
 }
 
 impl Run<'_> {
@@ -736,8 +753,8 @@ impl Run<'_> {
         for (item, line) in acted {
             let index = line.index;
             plan.items[index] = item;
-            if let Some(held) = line.held {
-                releasing.push((held, line.outcome));
+            if let Some(release) = line.release() {
+                releasing.push(release);
                 order.push(index);
             }
         }
@@ -788,7 +805,7 @@ impl Run<'_> {
                 Ok(held) => lines.push(Line {
                     index,
                     held: Some(held),
-                    outcome: Outcome::Untouched,
+                    release: None,
                 }),
                 Err(Error::Locked {
                     resource,
@@ -861,7 +878,7 @@ impl Run<'_> {
         }
         for line in mine.iter_mut() {
             let item = &mut plan.items[line.index];
-            if let Some(held) = line.held.as_mut() {
+            if let Some(Held::Evacuation(held)) = line.held.as_mut() {
                 self.widen(item, held).await;
             }
         }
@@ -869,7 +886,7 @@ impl Run<'_> {
 
     /// The live state has more to take than the intent holds (it changed between the plan and the
     /// lock): widen the record first, so the write-ahead still covers the change.
-    async fn widen(&self, item: &mut Item, held: &mut Held) {
+    async fn widen(&self, item: &mut Item, held: &mut Evacuating) {
         if item.status != Status::Planned {
             return;
         }
@@ -898,7 +915,7 @@ impl Run<'_> {
             let mut alone = Line {
                 index: 0,
                 held: line.held.take(),
-                outcome: Outcome::Untouched,
+                release: None,
             };
             let mut plan_of_one = Plan {
                 items: vec![item.clone()],
@@ -914,15 +931,14 @@ impl Run<'_> {
             return;
         };
         if item.status != Status::Planned {
-            line.outcome = Outcome::Untouched;
             return;
         }
         if !item.changes_resource() {
             // Recover: nothing to put back, the record goes. Evacuate: nothing to take after all.
-            line.outcome = match command {
-                Command::Recover => Outcome::Recovered,
-                Command::Evacuate => Outcome::Untouched,
-            };
+            line.end(|held| match held {
+                Held::Recovery(held) => held.recovered(),
+                Held::Evacuation(held) => held.untouched(),
+            });
             match command {
                 Command::Recover => item.done(),
                 Command::Evacuate => {
@@ -934,18 +950,15 @@ impl Run<'_> {
         }
         if !self.lease.is_live(held.key()) {
             item.fail("the lock's lease ran out before the change (renewals failed); nothing changed".into());
-            line.outcome = Outcome::Untouched;
             return;
         }
         if self.settings.interrupt.requested() {
             item.status = Status::Skipped;
             item.reason = Some(self.settings.interrupt.reason());
-            line.outcome = Outcome::Untouched;
             return;
         }
         let Some(plugin) = self.plugin(&item.resource_type) else {
             item.fail(format!("internal: no plugin for {}", item.resource_type));
-            line.outcome = Outcome::Untouched;
             return;
         };
         let Some(held) = line.held.take() else {
@@ -961,70 +974,60 @@ impl Run<'_> {
                 }
             })
             .await;
-        let (mut held, declared) = guard.finish();
-        match acted {
-            Bounded::Ended(Ok(acted)) => {
-                item.done();
-                line.outcome = match command {
-                    Command::Evacuate => {
-                        let actions = acted
-                            .actions
-                            .unwrap_or_else(|| item.actions.clone().unwrap_or_default());
-                        let removed = item.removed_subnets.clone().unwrap_or_default();
-                        if !acted.replace_actions {
-                            self.cover_after(item, &mut held, &removed, &actions).await;
-                        }
-                        Outcome::Evacuated {
-                            removed,
-                            actions,
-                            replace_actions: acted.replace_actions,
-                        }
-                    }
-                    Command::Recover => Outcome::Recovered,
-                };
-                if let Some(shown) = acted.shown {
-                    item.actions = Some(shown);
-                }
-                if let Some(problem) = acted.problem {
-                    item.fail(problem);
-                }
-            }
-            Bounded::Ended(Err(e)) => {
-                let kept = match command {
-                    Command::Evacuate => {
-                        // The most the act can have done: what it declared before its calls, or
-                        // (a plugin that declares nothing) the change computed from the fresh read.
-                        let done = declared.unwrap_or_else(|| Declared {
-                            removed: item.removed_subnets.clone().unwrap_or_default(),
-                            actions: item.actions.clone().unwrap_or_default(),
-                        });
-                        let taken = done.removed.join(", ");
-                        let taken = if taken.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" with {taken}")
-                        };
-                        line.outcome = Outcome::Failed { done: Some(done) };
-                        format!("journal record kept in state intent{taken} (recover reconciles it)")
-                    }
-                    Command::Recover => {
-                        line.outcome = Outcome::Failed { done: None };
-                        "journal record kept".to_owned()
-                    }
-                };
-                item.fail(format!("{}; {kept}", describe(&e)));
-                tracing::warn!(resource = %item.resource, "change failed");
-            }
-            Bounded::Abandoned(why) => {
-                line.outcome = Outcome::Abandoned;
+        let (held, declared) = guard.finish();
+        // Each kind of hold ends only in the ways its kind can end.
+        let release = match (held, acted) {
+            (held, Bounded::Abandoned(why)) => {
                 item.fail(format!(
                     "{why}; the change may still land, so its journal record is kept and its lock left to run out \
                      (recover reconciles it once the lock is free)"
                 ));
                 tracing::warn!(resource = %item.resource, "change given up while in flight");
+                held.abandoned()
             }
-        }
-        line.held = Some(held);
+            (Held::Evacuation(mut held), Bounded::Ended(Ok(acted))) => {
+                item.done();
+                let actions = acted
+                    .actions
+                    .clone()
+                    .unwrap_or_else(|| item.actions.clone().unwrap_or_default());
+                let removed = item.removed_subnets.clone().unwrap_or_default();
+                if !acted.replace_actions {
+                    self.cover_after(item, &mut held, &removed, &actions).await;
+                }
+                shown(item, acted.shown, acted.problem);
+                held.evacuated(removed, actions, acted.replace_actions)
+            }
+            (Held::Recovery(held), Bounded::Ended(Ok(acted))) => {
+                item.done();
+                shown(item, acted.shown, acted.problem);
+                held.recovered()
+            }
+            (Held::Evacuation(held), Bounded::Ended(Err(e))) => {
+                // The most the act can have done: what it declared before its calls, or (a plugin
+                // that declares nothing) the change computed from the fresh read.
+                let done = declared.unwrap_or_else(|| Declared {
+                    removed: item.removed_subnets.clone().unwrap_or_default(),
+                    actions: item.actions.clone().unwrap_or_default(),
+                });
+                let taken = match done.removed.join(", ") {
+                    taken if taken.is_empty() => String::new(),
+                    taken => format!(" with {taken}"),
+                };
+                item.fail(format!(
+                    "{}; journal record kept in state intent{taken} (recover reconciles it)",
+                    describe(&e)
+                ));
+                tracing::warn!(resource = %item.resource, "change failed");
+                held.failed(done)
+            }
+            (Held::Recovery(held), Bounded::Ended(Err(e))) => {
+                item.fail(format!("{}; journal record kept", describe(&e)));
+                tracing::warn!(resource = %item.resource, "change failed");
+                held.kept()
+            }
+        };
+        line.release = Some(release);
     }
 
     /// Run one act, giving it up when its lock's lease can no longer be trusted (renewals failed:
@@ -1055,7 +1058,7 @@ impl Run<'_> {
     /// The engine's check of what an evacuation did against what its record covers: a plugin that
     /// did something it had not written ahead is a bug in azevac. What it did is journalled now (so
     /// that nothing is forgotten) and the line fails, never a silent merge.
-    async fn cover_after(&self, item: &mut Item, held: &mut Held, removed: &[String], actions: &[String]) {
+    async fn cover_after(&self, item: &mut Item, held: &mut Evacuating, removed: &[String], actions: &[String]) {
         let missing = |want: &[String], have: &[String]| -> Vec<String> {
             want.iter().filter(|w| !have.contains(w)).cloned().collect()
         };
@@ -1164,6 +1167,17 @@ fn batch_plans(plan: &Plan, lines: &[usize]) -> Vec<(Vec<usize>, Plan, Vec<Vec<u
             (indices, of_batch, local)
         })
         .collect()
+}
+
+/// What carrying a line out showed: its actions in the operator's words, and a problem that fails it
+/// although it was done and journalled.
+fn shown(item: &mut Item, shown: Option<Vec<String>>, problem: Option<String>) {
+    if let Some(shown) = shown {
+        item.actions = Some(shown);
+    }
+    if let Some(problem) = problem {
+        item.fail(problem);
+    }
 }
 
 /// Bring the line up to date with how its journal writes ended.

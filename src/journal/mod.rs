@@ -27,7 +27,9 @@ mod table;
 mod writes;
 
 pub use commit::batches;
-pub use protocol::{Ahead, Declared, Guard, Heartbeat, Held, Lease, Outcome, Released, DEFAULT_LEASE};
+pub use protocol::{
+    Ahead, Declared, Evacuating, Guard, Heartbeat, Held, Lease, Recovering, Release, Released, DEFAULT_LEASE,
+};
 pub use record::Lock;
 use record::{parse, parse_lock, s};
 pub use table::Protection;

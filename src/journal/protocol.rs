@@ -209,24 +209,139 @@ impl Ahead<'_> {
 }
 
 /// Proof that a resource's lock is held by this run and its intent is journalled: made only by
-/// [`Journal::acquire`], and required to change anything.
+/// [`Journal::acquire`], and required to change anything. An evacuation's and a recovery's are
+/// different types, and each ends only in the ways its kind can end ([`Release`]): a recovery's
+/// outcome cannot be released on an evacuation's hold.
+#[must_use = "a held line ends in a Release for Journal::release; dropped, its lock stays until its lease runs out"]
 #[derive(Debug)]
-pub struct Held {
+pub enum Held {
+    /// An evacuation's: its intent is written.
+    Evacuation(Evacuating),
+    /// A recovery's: its record is the one planned from.
+    Recovery(Recovering),
+}
+
+/// An evacuation's hold: the intent written, the lock held.
+#[must_use = "an evacuation's hold ends in a Release for Journal::release"]
+#[derive(Debug)]
+pub struct Evacuating(HeldLine);
+
+/// A recovery's hold: the record checked, the lock held.
+#[must_use = "a recovery's hold ends in a Release for Journal::release"]
+#[derive(Debug)]
+pub struct Recovering(HeldLine);
+
+/// What a hold knows of its line.
+#[derive(Debug)]
+struct HeldLine {
     key: String,
     record: Record,
     prior: Option<Record>,
-    recovering: bool,
+}
+
+/// How a held line ends, made only by its hold, for [`Journal::release`].
+#[must_use = "a release is sent by Journal::release"]
+#[derive(Debug)]
+pub struct Release {
+    line: HeldLine,
+    outcome: Outcome,
 }
 
 impl Held {
     /// The record as this run left it (evacuation: the intent; recovery: the record being undone).
     pub fn record(&self) -> &Record {
-        &self.record
+        &self.line().record
     }
 
     /// The locked key: the resource's journal key.
     pub fn key(&self) -> &str {
-        &self.key
+        &self.line().key
+    }
+
+    fn line(&self) -> &HeldLine {
+        match self {
+            Held::Evacuation(Evacuating(line)) | Held::Recovery(Recovering(line)) => line,
+        }
+    }
+
+    /// Nothing was done under it: an evacuation's intent is rolled back, a recovery's record kept.
+    pub fn untouched(self) -> Release {
+        match self {
+            Held::Evacuation(e) => e.untouched(),
+            Held::Recovery(r) => r.kept(),
+        }
+    }
+
+    /// Given up while a call may still be in flight (the lease could not be renewed, or an
+    /// interrupt's grace ran out): the record stays as written (it covers anything the call can
+    /// do) and the lock is not released but left to run out, so that nobody else trusts a read of
+    /// the resource before that call can have ended.
+    pub fn abandoned(self) -> Release {
+        let line = match self {
+            Held::Evacuation(Evacuating(line)) | Held::Recovery(Recovering(line)) => line,
+        };
+        Release {
+            line,
+            outcome: Outcome::Abandoned,
+        }
+    }
+}
+
+impl Evacuating {
+    /// The intent as written (and widened since).
+    pub fn record(&self) -> &Record {
+        &self.0.record
+    }
+
+    /// The resource was evacuated: the done mark holds what earlier runs took plus what this run
+    /// took as computed from the fresh read (not the plan's guess, which the intent may hold).
+    /// `replace_actions`: this run's actions replace the earlier ones instead of joining them (a
+    /// zonal shift record names the one shift in force; a node keeps every cordon azevac made).
+    pub fn evacuated(self, removed: Vec<String>, actions: Vec<String>, replace_actions: bool) -> Release {
+        Release {
+            line: self.0,
+            outcome: Outcome::Evacuated {
+                removed,
+                actions,
+                replace_actions,
+            },
+        }
+    }
+
+    /// Nothing was changed after all: the intent is rolled back.
+    pub fn untouched(self) -> Release {
+        Release {
+            line: self.0,
+            outcome: Outcome::RolledBack,
+        }
+    }
+
+    /// The change failed or may have half happened: the record is brought back to `done`, the most
+    /// it can have done (what the act declared, or the change computed from the fresh read), on
+    /// top of what earlier runs took, so that recover never undoes what this run did not do.
+    pub fn failed(self, done: Declared) -> Release {
+        Release {
+            line: self.0,
+            outcome: Outcome::Narrowed(done),
+        }
+    }
+}
+
+impl Recovering {
+    /// The resource was recovered: the record goes.
+    pub fn recovered(self) -> Release {
+        Release {
+            line: self.0,
+            outcome: Outcome::Recovered,
+        }
+    }
+
+    /// Nothing was put back, or putting it back failed: the record stays as it is.
+    pub fn kept(self) -> Release {
+        Release {
+            line: self.0,
+            outcome: Outcome::Kept,
+        }
     }
 }
 
@@ -270,7 +385,7 @@ impl<'a> Guard<'a> {
     /// The record as the journal holds it now (evacuation: the intent, widened by every cover so
     /// far; recovery: the record being undone).
     pub fn record(&self) -> Record {
-        self.held().record.clone()
+        self.held().record().clone()
     }
 
     /// Right before a changing call: make sure the lease still holds and that the journal covers
@@ -280,7 +395,11 @@ impl<'a> Guard<'a> {
     pub async fn cover(&self, removed: &[String], actions: &[String]) -> Result<()> {
         let (key, record, recovering) = {
             let held = self.held();
-            (held.key.clone(), held.record.clone(), held.recovering)
+            (
+                held.key().to_owned(),
+                held.record().clone(),
+                matches!(*held, Held::Recovery(_)),
+            )
         };
         if !self.lease.is_live(&key) {
             return Err(Error::LeaseLost { resource: key });
@@ -305,7 +424,9 @@ impl<'a> Guard<'a> {
             return Ok(());
         }
         let widened = self.journal.widen_record(&record, &removed, &actions).await?;
-        self.held().record = widened;
+        if let Held::Evacuation(Evacuating(line)) = &mut *self.held() {
+            line.record = widened;
+        }
         Ok(())
     }
 
@@ -329,36 +450,25 @@ impl<'a> Guard<'a> {
     }
 }
 
-/// How a held line ended, for [`Journal::release`].
+/// How a held line ended (see the methods of [`Evacuating`], [`Recovering`] and [`Held`] that
+/// make each).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// The resource was evacuated: the done mark holds what earlier runs took plus what this run
-    /// took as computed from the fresh read (not the plan's guess, which the intent may hold).
+enum Outcome {
+    /// Evacuated: the done mark.
     Evacuated {
-        /// The subnets this run took.
         removed: Vec<String>,
-        /// The actions this run did.
         actions: Vec<String>,
-        /// Whether this run's actions replace the earlier ones instead of joining them (a zonal
-        /// shift record names the one shift in force; a node keeps every cordon azevac made).
         replace_actions: bool,
     },
-    /// The resource was recovered: delete the record.
+    /// Recovered: the record goes.
     Recovered,
-    /// Nothing was changed after all: roll the intent back.
-    Untouched,
-    /// The change failed or may have half happened. `done`: the most it can have done (what the
-    /// act declared, or the change computed from the fresh read); the record is brought back to
-    /// that on top of what earlier runs took, so that recover never undoes what this run did not
-    /// do. `None` (recovery): the record stays as it is.
-    Failed {
-        /// The most the failed act can have done.
-        done: Option<Declared>,
-    },
-    /// The act was given up while a call may still be in flight (the lease could not be renewed,
-    /// or an interrupt's grace ran out): the record stays as written (it covers anything the call
-    /// can do) and the lock is not released but left to run out, so that nobody else trusts a read
-    /// of the resource before that call can have ended.
+    /// An evacuation that changed nothing: the intent is rolled back.
+    RolledBack,
+    /// A recovery that put nothing back or failed: the record stays.
+    Kept,
+    /// An evacuation that failed: the record is brought back to what it can have done.
+    Narrowed(Declared),
+    /// Given up in flight: no write, no unlock.
     Abandoned,
 }
 
@@ -478,11 +588,14 @@ impl Journal {
                 Ahead::Recover { record } => (check_write(record), record.clone(), Some(record.clone()), true),
             };
             groups[k].push(write);
-            held.push(Held {
+            let line = HeldLine {
                 key: keys[k].clone(),
                 record,
                 prior,
-                recovering,
+            };
+            held.push(match recovering {
+                true => Held::Recovery(Recovering(line)),
+                false => Held::Evacuation(Evacuating(line)),
             });
         }
         let started = Instant::now();
@@ -543,8 +656,8 @@ impl Journal {
 
     /// Evacuation found more to take than it journalled (the resource changed between the plan and
     /// the lock): widen the record first, so the write-ahead still covers the change.
-    pub async fn widen(&self, held: &mut Held, removed: &[String], actions: &[String]) -> Result<()> {
-        held.record = self.widen_record(&held.record, removed, actions).await?;
+    pub async fn widen(&self, held: &mut Evacuating, removed: &[String], actions: &[String]) -> Result<()> {
+        held.0.record = self.widen_record(&held.0.record, removed, actions).await?;
         Ok(())
     }
 
@@ -567,7 +680,8 @@ impl Journal {
 
     /// Journal how each held line ended and release its lock, one transaction per batch; returns,
     /// per line, the record left or why the journal could not be brought up to date.
-    pub async fn release(&self, lines: Vec<(Held, Outcome)>, lease: &Lease) -> Vec<Result<Released>> {
+    pub async fn release(&self, lines: Vec<Release>, lease: &Lease) -> Vec<Result<Released>> {
+        let lines: Vec<(HeldLine, Outcome)> = lines.into_iter().map(|r| (r.line, r.outcome)).collect();
         // An abandoned line's lock is left to run out (a call of it may still land), and every line
         // of that resource with it: no record write, no unlock, no more renewals.
         let abandoned: std::collections::BTreeSet<String> = lines
@@ -585,7 +699,7 @@ impl Journal {
             .into_iter()
             .enumerate()
             .partition(|(_, (held, _))| abandoned.contains(&held.key));
-        let (order, rest): (Vec<usize>, Vec<(Held, Outcome)>) = released.into_iter().unzip();
+        let (order, rest): (Vec<usize>, Vec<(HeldLine, Outcome)>) = released.into_iter().unzip();
         let mut results: Vec<Option<Result<Released>>> = (0..order.len() + left.len()).map(|_| None).collect();
         for (i, result) in order.into_iter().zip(self.release_all(rest, lease).await) {
             results[i] = Some(result);
@@ -600,7 +714,7 @@ impl Journal {
     }
 
     /// [`Journal::release`] of lines none of which was abandoned.
-    async fn release_all(&self, lines: Vec<(Held, Outcome)>, lease: &Lease) -> Vec<Result<Released>> {
+    async fn release_all(&self, lines: Vec<(HeldLine, Outcome)>, lease: &Lease) -> Vec<Result<Released>> {
         let now_text = now();
         let mut keys: Vec<String> = Vec::new();
         let mut groups: Vec<Vec<Write>> = Vec::new();
@@ -718,11 +832,11 @@ impl Journal {
                 Some(_) => Err(err),
             },
             // The record then claims a little more than was taken: recover reads the live state.
-            Outcome::Untouched => Ok(Released {
+            Outcome::RolledBack => Ok(Released {
                 record: self.record_of(&az_id, &resource).await?.and_then(Result::ok),
                 repaired: false,
             }),
-            Outcome::Failed { .. } | Outcome::Abandoned => Err(err),
+            Outcome::Narrowed(_) | Outcome::Kept | Outcome::Abandoned => Err(err),
         }
     }
 
@@ -791,7 +905,7 @@ impl Journal {
 }
 
 /// The record write that ends a held line, and the record it leaves (`None`: deleted or none).
-fn release_write(held: &Held, outcome: &Outcome, now: &str) -> (Option<Write>, Option<Record>) {
+fn release_write(held: &HeldLine, outcome: &Outcome, now: &str) -> (Option<Write>, Option<Record>) {
     let record = &held.record;
     match outcome {
         Outcome::Evacuated {
@@ -817,10 +931,9 @@ fn release_write(held: &Held, outcome: &Outcome, now: &str) -> (Option<Write>, O
             (Some(write), Some(done))
         }
         Outcome::Recovered => (Some(remove_write(record)), None),
-        Outcome::Failed { done: Some(done) } if !held.recovering => narrow(held, done),
-        Outcome::Failed { .. } | Outcome::Abandoned => (None, Some(record.clone())),
-        Outcome::Untouched if held.recovering => (None, Some(record.clone())),
-        Outcome::Untouched => match &held.prior {
+        Outcome::Narrowed(done) => narrow(held, done),
+        Outcome::Kept | Outcome::Abandoned => (None, Some(record.clone())),
+        Outcome::RolledBack => match &held.prior {
             None => (Some(remove_write(record)), None),
             Some(prior) => {
                 let (write, restored) = restore_write(prior, record.version);
@@ -833,7 +946,7 @@ fn release_write(held: &Held, outcome: &Outcome, now: &str) -> (Option<Write>, O
 /// A failed evacuation's record, brought back to what earlier runs took plus the most this run's
 /// act can have done: the plan's guess and any step the act never got to are not kept, so that
 /// recover never undoes what azevac did not do (an operator's own cordon made in between).
-fn narrow(held: &Held, done: &Declared) -> (Option<Write>, Option<Record>) {
+fn narrow(held: &HeldLine, done: &Declared) -> (Option<Write>, Option<Record>) {
     let record = &held.record;
     let prior = held.prior.as_ref();
     let removed = union(prior.map_or(&[][..], |p| &p.removed_subnets), &done.removed);
@@ -927,12 +1040,11 @@ mod tests {
         }
     }
 
-    fn held(intent: Record, prior: Option<Record>) -> Held {
-        Held {
+    fn held(intent: Record, prior: Option<Record>) -> HeldLine {
+        HeldLine {
             key: intent.resource.clone(),
             record: intent,
             prior,
-            recovering: false,
         }
     }
 
@@ -986,18 +1098,18 @@ mod tests {
     fn an_untouched_intent_rolls_back_and_a_failed_one_stays() {
         let new = held(record(&["b"], &[], 1), None);
         assert!(
-            release_write(&new, &Outcome::Untouched, "now").1.is_none(),
+            release_write(&new, &Outcome::RolledBack, "now").1.is_none(),
             "a new intent goes"
         );
         let prior = record(&["a"], &[], 5);
         let over = held(record(&["a", "b"], &[], 6), Some(prior.clone()));
-        let restored = release_write(&over, &Outcome::Untouched, "now").1.expect("restored");
+        let restored = release_write(&over, &Outcome::RolledBack, "now").1.expect("restored");
         assert_eq!(restored.removed_subnets, prior.removed_subnets);
         assert_eq!(restored.version, 7);
-        let (write, kept) = release_write(&over, &Outcome::Failed { done: None }, "now");
+        let (write, kept) = release_write(&over, &Outcome::Kept, "now");
         assert!(write.is_none(), "a failed recovery leaves its record");
         assert_eq!(kept.expect("kept").removed_subnets, ["a", "b"]);
-        let failed = |done: Declared| Outcome::Failed { done: Some(done) };
+        let failed = Outcome::Narrowed;
         let (write, kept) = release_write(&over, &failed(Declared::default()), "now");
         assert!(write.is_some(), "nothing done: back to the earlier run's record");
         assert_eq!(kept.expect("restored").removed_subnets, prior.removed_subnets);

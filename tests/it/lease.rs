@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_config::{BehaviorVersion, Region};
-use azevac::journal::{Ahead, Audit, Journal, Lease, Outcome};
+use azevac::journal::{Ahead, Audit, Held, Journal, Lease};
 use azevac::model::Resource;
 
 use crate::common;
@@ -106,12 +106,12 @@ async fn a_renewal_that_crosses_the_release_is_not_a_lost_lock() {
         assert!(Instant::now() < deadline, "the heartbeat never renewed the lock");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let outcome = Outcome::Evacuated {
-        removed: removed.clone(),
-        actions: vec![],
-        replace_actions: false,
+    let Held::Evacuation(held) = held else {
+        panic!("an evacuation's hold");
     };
-    let released = journal.release(vec![(held, outcome)], &lease).await;
+    let released = journal
+        .release(vec![held.evacuated(removed.clone(), vec![], false)], &lease)
+        .await;
     assert!(released[0].is_ok(), "the release: {:?}", released[0]);
     assert!(!lease.is_live(&resource.id), "released: no longer held");
     proxy.release();
