@@ -326,6 +326,7 @@ impl Journal {
             lease_expires_at: lease.expiry_epoch(),
             host: super::record::host_name(),
             pid: std::process::id(),
+            started: super::record::process_started(std::process::id()),
         };
         let mut groups: Vec<Vec<Write>> = keys
             .iter()
@@ -388,7 +389,7 @@ impl Journal {
     /// Who holds the lock of `key`.
     async fn why_locked(&self, key: &str) -> Refusal {
         match self.lock_of(key).await {
-            Ok(Some(lock)) => Refusal::Locked(lock),
+            Ok(Some(lock)) => Refusal::Locked(Box::new(lock)),
             // Released between our write and this read: a plain lost race.
             Ok(None) => Refusal::Other(Error::JournalConflict {
                 az_id: super::LOCK_PARTITION.to_owned(),
@@ -637,8 +638,9 @@ fn release_write(held: &Held, outcome: &Outcome, now: &str) -> (Option<Write>, O
             actions,
             replace_actions,
         } => {
-            let prior = held.prior.as_ref();
-            // Earlier runs' subnets and actions stay: a re-run in another mode never forgets a cordon.
+            // Earlier runs' subnets and actions stay: a re-run in another mode never forgets a cordon
+            // (those of another object of the same name, replaced since, are not this one's).
+            let prior = held.prior.as_ref().filter(|p| p.is_about(record.identity.as_ref()));
             let removed = union(prior.map_or(&[][..], |p| &p.removed_subnets), removed);
             let actions = match replace_actions {
                 true => actions.clone(),
@@ -671,7 +673,7 @@ fn release_write(held: &Held, outcome: &Outcome, now: &str) -> (Option<Write>, O
 #[derive(Debug)]
 enum Refusal {
     /// Another run holds the lock.
-    Locked(Lock),
+    Locked(Box<Lock>),
     /// Anything else (the record changed since the plan, the table, the network).
     Other(Error),
 }
@@ -724,6 +726,7 @@ mod tests {
             created_at: None,
             updated_at: None,
             account_id: None,
+            identity: None,
         }
     }
 
