@@ -354,6 +354,10 @@ async fn headroom(plugins: &[Box<dyn Plugin>], plan: &mut Plan, scope: &Scope<'_
 /// The longest wait a request may ask for: a week (and no overflow of the clock arithmetic).
 const LONGEST_WAIT_SECONDS: u64 = 7 * 24 * 3600;
 
+/// The longest operator's text azevac stores (`--reason`, in every journal record of the run): far
+/// inside DynamoDB's 400 KB an item and 4 MB a transaction of 50 records.
+pub const LONGEST_TEXT: usize = 1000;
+
 /// Check a request in one place, whether it came from flags or from a saved plan file (which
 /// bypasses every check the flags make): one line that says what is allowed.
 pub fn validate(request: &Request) -> Result<()> {
@@ -379,6 +383,17 @@ pub fn validate(request: &Request) -> Result<()> {
                 seconds.unwrap_or_default()
             )));
         }
+    }
+    // The only operator's text the journal stores; the others (tags, prefix, contexts) filter.
+    if let Some(length) = request
+        .reason
+        .as_ref()
+        .map(|r| r.chars().count())
+        .filter(|&n| n > LONGEST_TEXT)
+    {
+        return Err(Error::BadInput(format!(
+            "--reason is {length} characters; at most {LONGEST_TEXT} (it is stored in every journal record)"
+        )));
     }
     if let Some(expires_in) = &request.expires_in {
         plugins::zonal_shift::parse_expires_in(expires_in).map_err(Error::BadInput)?;

@@ -28,6 +28,30 @@ pub struct Resource {
     /// What the plugin needs to change the resource without losing other settings (security groups,
     /// cluster, revision...): the plugin's own type, serialised, opaque to everything else.
     pub detail: serde_json::Value,
+    /// What tells this object from a later one of the same name (Kubernetes objects), journalled
+    /// with the intent; `None` for kinds whose journal key names one object for good.
+    pub identity: Option<Identity>,
+}
+
+/// What changes when an object is deleted and another is created under the same name (a node
+/// replaced by a new instance): the journal key stays, so the record keeps this to tell them apart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Identity {
+    /// The object's `metadata.uid`.
+    pub uid: String,
+    /// The EC2 instance behind a node (from its `spec.providerID`), for the operator reading the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_id: Option<String>,
+}
+
+impl Identity {
+    /// `uid U, instance I`, for plan lines.
+    pub fn describe(&self) -> String {
+        match &self.instance_id {
+            Some(instance) => format!("uid {}, instance {instance}", self.uid),
+            None => format!("uid {}", self.uid),
+        }
+    }
 }
 
 impl Resource {
@@ -517,6 +541,21 @@ pub struct Record {
     /// (`--accounts`); absent for the journal's own account reached with the caller's credentials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_id: Option<String>,
+    /// The very object azevac changed, for kinds whose key can name a later object of the same name
+    /// (Kubernetes nodes and NodePools); absent in records written before azevac kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<Identity>,
+}
+
+impl Record {
+    /// Whether the record is about the object that has the identity `live` now: yes when either
+    /// is unknown (a record written before identities were kept, a kind without one), as before.
+    pub fn is_about(&self, live: Option<&Identity>) -> bool {
+        match (&self.identity, live) {
+            (Some(ours), Some(live)) => ours.uid == live.uid,
+            _ => true,
+        }
+    }
 }
 
 /// Who is writing, and why: stamped on every record a run writes.

@@ -234,16 +234,7 @@ pub fn recovery(
         .filter(|s| !current.subnets.contains(s))
         .collect();
     item.current_subnets = current.subnets.clone();
-    item.resulting_subnets = current.subnets.iter().chain(&to_add).cloned().collect();
-    // Put subnets back where they were: the original order first, anything added since after it.
-    let position = |s: &String| {
-        record
-            .original_subnets
-            .iter()
-            .position(|o| o == s)
-            .unwrap_or(usize::MAX)
-    };
-    item.resulting_subnets.sort_by_key(position);
+    item.resulting_subnets = put_back(&current.subnets, &to_add, &record.original_subnets);
     if to_add.is_empty() {
         item.reason = Some("nothing to put back (subnets already present): journal record will be deleted".into());
     }
@@ -251,10 +242,42 @@ pub fn recovery(
     item
 }
 
+/// `current` with `restored` put back where they stood in `original` (pure): each right after the
+/// subnet that came before it there (first, if none did), then the subnets `original` knows in its
+/// order, in the places they hold; subnets it does not know (added since, or put back from another
+/// zone's record) keep their places. Every subnet of `current` and `restored` is in it once.
+pub fn put_back(current: &[String], restored: &[String], original: &[String]) -> Vec<String> {
+    let position = |s: &String| original.iter().position(|o| o == s);
+    let mut result = current.to_vec();
+    let mut restored: Vec<&String> = restored.iter().collect();
+    restored.sort_by_key(|s| position(s).unwrap_or(usize::MAX));
+    for subnet in restored {
+        if result.contains(subnet) {
+            continue;
+        }
+        let at = match position(subnet) {
+            Some(p) => result
+                .iter()
+                .rposition(|r| position(r).is_some_and(|q| q < p))
+                .map_or(0, |i| i + 1),
+            None => result.len(),
+        };
+        result.insert(at, subnet.clone());
+    }
+    let slots: Vec<usize> = (0..result.len()).filter(|&i| position(&result[i]).is_some()).collect();
+    let mut known: Vec<String> = slots.iter().map(|&i| result[i].clone()).collect();
+    known.sort_by_key(|s| position(s));
+    for (slot, subnet) in slots.into_iter().zip(known) {
+        result[slot] = subnet;
+    }
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::State;
+    use proptest::prelude::*;
 
     fn asg(subnets: &[&str]) -> Resource {
         Resource {
@@ -289,6 +312,7 @@ mod tests {
             created_at: None,
             updated_at: None,
             account_id: None,
+            identity: None,
         }
     }
 
@@ -440,14 +464,85 @@ mod tests {
     #[test]
     fn recovery_is_a_union_with_what_changed_since() {
         let existing = BTreeMap::from([("b".to_string(), "use1-az2".to_string())]);
-        // Someone added "e" after the evacuation: it stays, "b" comes back after it.
+        // Someone added "e" after the evacuation: it stays where it is, "b" comes back after "a".
         let mut rec = record(&["b"]);
         rec.original_subnets = vec!["a".into(), "b".into(), "c".into()];
         let item = recovery(&rec, Some(&asg(&["e", "a"])), &existing, false);
         assert_eq!(item.restored_subnets, Some(vec!["b".to_string()]));
-        // The original order comes back; "c" was removed by someone since and stays removed.
-        assert_eq!(item.resulting_subnets, ["a", "b", "e"]);
+        // "c" was removed by someone since and stays removed.
+        assert_eq!(item.resulting_subnets, ["e", "a", "b"]);
         assert!(item.changes_resource());
+    }
+
+    fn strings(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn put_back_places_each_subnet_after_the_one_before_it() {
+        let original = strings(&["a", "b", "c", "d"]);
+        assert_eq!(
+            put_back(&strings(&["a", "d"]), &strings(&["c", "b"]), &original),
+            original
+        );
+        assert_eq!(
+            put_back(&strings(&["b", "d"]), &strings(&["a"]), &original),
+            ["a", "b", "d"]
+        );
+        // "x" was added since: it keeps its place between the subnets around it.
+        assert_eq!(
+            put_back(&strings(&["a", "x", "d"]), &strings(&["b", "c"]), &original),
+            ["a", "b", "c", "x", "d"]
+        );
+        // Reordered by someone since: the subnets the record knows go back into its order.
+        assert_eq!(
+            put_back(&strings(&["d", "a"]), &strings(&["b"]), &original),
+            ["a", "b", "d"]
+        );
+        // A subnet the record's original does not list (a hand-made record) goes last.
+        assert_eq!(put_back(&strings(&["a"]), &strings(&["z"]), &original), ["a", "z"]);
+    }
+
+    proptest! {
+        #[test]
+        fn put_back_keeps_every_subnet_once_and_the_original_order(
+            original in proptest::sample::subsequence((0..8).map(|i| format!("s{i}")).collect::<Vec<_>>(), 0..=8)
+                .prop_shuffle(),
+            kept in proptest::collection::vec(any::<bool>(), 8),
+            gone in proptest::collection::vec(any::<bool>(), 8),
+            added in proptest::collection::vec("x[0-3]", 0..3),
+            at in proptest::collection::vec(0..10usize, 3),
+        ) {
+            // current: some of the original in its order, plus subnets added since, anywhere;
+            // restored: some of the rest of the original (those still missing), any order.
+            let mut current: Vec<String> =
+                original.iter().zip(&kept).filter(|(_, k)| **k).map(|(s, _)| s.clone()).collect();
+            for (x, at) in added.iter().zip(&at) {
+                if !current.contains(x) {
+                    current.insert((*at).min(current.len()), x.clone());
+                }
+            }
+            let restored: Vec<String> = original
+                .iter()
+                .zip(&gone)
+                .filter(|(s, g)| **g && !current.contains(s))
+                .map(|(s, _)| s.clone())
+                .rev()
+                .collect();
+            let result = put_back(&current, &restored, &original);
+            let mut want: Vec<&String> = current.iter().chain(&restored).collect();
+            want.sort();
+            let mut got: Vec<&String> = result.iter().collect();
+            got.sort();
+            prop_assert_eq!(got, want, "every subnet of current and restored, once");
+            let added_since: Vec<&String> = current.iter().filter(|s| !original.contains(s)).collect();
+            let stayed: Vec<&String> = result.iter().filter(|s| !original.contains(s)).collect();
+            prop_assert_eq!(&stayed, &added_since, "subnets added since keep their order");
+            if added_since.is_empty() {
+                let in_order: Vec<&String> = original.iter().filter(|s| result.contains(s)).collect();
+                prop_assert_eq!(result.iter().collect::<Vec<_>>(), in_order, "the original order");
+            }
+        }
     }
 
     #[test]

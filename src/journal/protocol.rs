@@ -560,6 +560,7 @@ impl Journal {
             quiet_at: lease.quiet_epoch(expiry),
             host: super::record::host_name(),
             pid: std::process::id(),
+            started: super::record::process_started(std::process::id()),
         };
         let mut groups: Vec<Vec<Write>> = keys
             .iter()
@@ -625,7 +626,7 @@ impl Journal {
     /// Who holds the lock of `key`.
     async fn why_locked(&self, key: &str) -> Refusal {
         match self.lock_of(key).await {
-            Ok(Some(lock)) => Refusal::Locked(lock),
+            Ok(Some(lock)) => Refusal::Locked(Box::new(lock)),
             // Released between our write and this read: a plain lost race.
             Ok(None) => Refusal::Other(Error::JournalConflict {
                 az_id: super::LOCK_PARTITION.to_owned(),
@@ -913,8 +914,9 @@ fn release_write(held: &HeldLine, outcome: &Outcome, now: &str) -> (Option<Write
             actions,
             replace_actions,
         } => {
-            let prior = held.prior.as_ref();
-            // Earlier runs' subnets and actions stay: a re-run in another mode never forgets a cordon.
+            // Earlier runs' subnets and actions stay: a re-run in another mode never forgets a cordon
+            // (those of another object of the same name, replaced since, are not this one's).
+            let prior = held.prior.as_ref().filter(|p| p.is_about(record.identity.as_ref()));
             let removed = union(prior.map_or(&[][..], |p| &p.removed_subnets), removed);
             let actions = match replace_actions {
                 true => actions.clone(),
@@ -984,7 +986,7 @@ fn narrow(held: &HeldLine, done: &Declared) -> (Option<Write>, Option<Record>) {
 #[derive(Debug)]
 enum Refusal {
     /// Another run holds the lock.
-    Locked(Lock),
+    Locked(Box<Lock>),
     /// Anything else (the record changed since the plan, the table, the network).
     Other(Error),
 }
@@ -1037,6 +1039,7 @@ mod tests {
             created_at: None,
             updated_at: None,
             account_id: None,
+            identity: None,
         }
     }
 

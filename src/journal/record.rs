@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::{Entry, Record, State, LOCK_PARTITION, PK, SK, TYPE_ATTR};
+use crate::model::Identity;
 use crate::Error;
 
 /// A resource's lock, as stored: who holds it and until when (the lease).
@@ -29,6 +30,10 @@ pub struct Lock {
     pub host: String,
     /// The holder's process ID on that host.
     pub pid: u32,
+    /// When that process started, in clock ticks after boot (`/proc/PID/stat` field 22), so that a
+    /// later process given the same PID is not taken for the holder (`None`: unknown, or a lock
+    /// written before azevac kept it).
+    pub started: Option<u64>,
 }
 
 impl Lock {
@@ -58,16 +63,70 @@ impl Lock {
     /// Whether the holder is a process of this machine (same host name, same boot, same PID
     /// namespace) that no longer runs: a run that crashed or was killed here, whose locks the
     /// operator's next run may take over at once instead of waiting out the lease. Only judged where
-    /// all three are known and processes can be seen (`/proc`); a reused PID looks alive (waits).
+    /// all three are known, and only on proof (`kill(pid, 0)` and the holder's start time, judged
+    /// by `holder_gone`): anything less waits for the lease.
     pub fn holder_is_gone(&self) -> bool {
         let here = host_name();
-        let proc = std::path::Path::new("/proc");
-        !here.is_empty()
-            && self.host == here
-            && self.pid != std::process::id()
-            && proc.join("self").exists()
-            && !proc.join(self.pid.to_string()).exists()
+        !here.is_empty() && self.host == here && holder_gone(self.started, look_at(self.pid))
     }
+}
+
+/// What this host can see of a process, by its PID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// `kill(pid, 0)` says there is no such process (ESRCH).
+    Gone,
+    /// There is a process with that PID (`kill(pid, 0)` succeeded, or EPERM: another user's), and
+    /// its start time if `/proc/PID/stat` could be read (`None`: `/proc` mounted `hidepid=2`...).
+    Running {
+        /// Its start time, in clock ticks after boot.
+        started: Option<u64>,
+    },
+    /// Nothing could be learnt (not a valid PID, another error).
+    Unknown,
+}
+
+/// Whether a lock's holder, whose process start time the lock records as `recorded`, is proven
+/// gone by what was `seen` of its PID (pure). No such process: gone. A process whose start time
+/// differs from the recorded one: another process was given the PID, the holder is gone. Anything
+/// short of proof — a process that cannot be told apart (hidden `/proc`, a lock without a start
+/// time), or nothing learnt — is a live holder: its lease is waited out.
+fn holder_gone(recorded: Option<u64>, seen: Seen) -> bool {
+    match seen {
+        Seen::Gone => true,
+        Seen::Running { started } => recorded.zip(started).is_some_and(|(then, now)| then != now),
+        Seen::Unknown => false,
+    }
+}
+
+/// Look at the process `pid` of this host: `kill(pid, 0)` (which sees every process, whoever owns
+/// it and however `/proc` is mounted), then its start time.
+fn look_at(pid: u32) -> Seen {
+    // Never 0 or a negative number: those name process groups, not a process.
+    let Some(target) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else {
+        return Seen::Unknown;
+    };
+    match rustix::process::test_kill_process(target) {
+        Err(rustix::io::Errno::SRCH) => Seen::Gone,
+        Ok(()) | Err(rustix::io::Errno::PERM) => Seen::Running {
+            started: process_started(pid),
+        },
+        Err(_) => Seen::Unknown,
+    }
+}
+
+/// When the process `pid` started, in clock ticks after boot: field 22 of `/proc/PID/stat`
+/// (`None`: not readable).
+pub(super) fn process_started(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    start_of(&stat)
+}
+
+/// Field 22 of a `/proc/PID/stat` line. The command (field 2) is in parentheses and may hold
+/// spaces and parentheses itself: the fields after it are counted from its last `)`.
+fn start_of(stat: &str) -> Option<u64> {
+    let (_, after) = stat.rsplit_once(')')?;
+    after.split_whitespace().nth(22 - 3)?.parse().ok()
 }
 
 /// Where this process runs: `HOSTNAME/BOOT_ID/PID_NAMESPACE` (empty when any part cannot be read,
@@ -100,7 +159,7 @@ pub(super) fn epoch_seconds() -> u64 {
 /// The item a lock is stored as: in its own partition, with no `resource_type`, so that the type
 /// index stays sparse and the records' schema does not change.
 pub(super) fn lock_item(lock: &Lock) -> HashMap<String, AttributeValue> {
-    HashMap::from([
+    let mut item = HashMap::from([
         (PK.to_owned(), s(LOCK_PARTITION)),
         (SK.to_owned(), s(&lock.resource)),
         ("run_id".to_owned(), s(&lock.run_id)),
@@ -110,32 +169,31 @@ pub(super) fn lock_item(lock: &Lock) -> HashMap<String, AttributeValue> {
         ("host".to_owned(), s(&lock.host)),
         ("pid".to_owned(), n(u64::from(lock.pid))),
         ("updated_at".to_owned(), s(&now())),
-    ])
+    ]);
+    if let Some(started) = lock.started {
+        item.insert(PID_STARTED.to_owned(), n(started));
+    }
+    item
 }
+
+/// The lock attribute that holds its holder's process start time.
+const PID_STARTED: &str = "pid_started";
 
 /// A lock read back (`None`: not a lock item).
 pub(super) fn parse_lock(item: &HashMap<String, AttributeValue>) -> Option<Lock> {
     let key = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
+    let number = |name: &str| -> Option<u64> { item.get(name)?.as_n().ok()?.parse().ok() };
     Some(Lock {
         resource: key(SK)?,
         run_id: key("run_id").unwrap_or_else(|| "?".into()),
         caller: key("caller").unwrap_or_else(|| "?".into()),
-        lease_expires_at: item
-            .get("lease_expires_at")
-            .and_then(|v| v.as_n().ok())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_default(),
-        quiet_at: item
-            .get("quiet_at")
-            .and_then(|v| v.as_n().ok())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_default(),
+        lease_expires_at: number("lease_expires_at").unwrap_or_default(),
+        quiet_at: number("quiet_at").unwrap_or_default(),
         host: key("host").unwrap_or_default(),
-        pid: item
-            .get("pid")
-            .and_then(|v| v.as_n().ok())
-            .and_then(|v| v.parse().ok())
+        pid: number("pid")
+            .and_then(|pid| u32::try_from(pid).ok())
             .unwrap_or_default(),
+        started: number(PID_STARTED),
     })
 }
 
@@ -182,7 +240,37 @@ pub(super) fn to_item(record: &Record) -> HashMap<String, AttributeValue> {
             item.insert(name.to_owned(), s(value));
         }
     }
+    if let Some(identity) = &record.identity {
+        item.insert(IDENTITY.to_owned(), identity_value(identity));
+    }
     item
+}
+
+/// The attribute that holds a record's [`Identity`]: a map of `uid` and, for a node, `instance_id`.
+const IDENTITY: &str = "identity";
+
+fn identity_value(identity: &Identity) -> AttributeValue {
+    let mut map = HashMap::from([("uid".to_owned(), s(&identity.uid))]);
+    if let Some(instance) = &identity.instance_id {
+        map.insert("instance_id".to_owned(), s(instance));
+    }
+    AttributeValue::M(map)
+}
+
+/// A record's identity as stored: absent (`Ok(None)`), or a map with a string `uid` (`Err`: damaged).
+fn parse_identity(item: &HashMap<String, AttributeValue>) -> Result<Option<Identity>, String> {
+    let Some(value) = item.get(IDENTITY) else {
+        return Ok(None);
+    };
+    let map = value.as_m().map_err(|_| format!("{IDENTITY} is not a map"))?;
+    let text = |name: &str| map.get(name).and_then(|v| v.as_s().ok()).cloned();
+    let uid = text("uid")
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| format!("{IDENTITY}.uid is missing or not a string"))?;
+    Ok(Some(Identity {
+        uid,
+        instance_id: text("instance_id"),
+    }))
 }
 
 /// Read an item back into a record, refusing anything a person or another tool may have damaged:
@@ -216,6 +304,7 @@ pub(super) fn parse(item: &HashMap<String, AttributeValue>) -> Entry {
         .and_then(|v| v.as_n().ok())
         .and_then(|v| v.parse::<u64>().ok())
         .ok_or_else(|| bad("version is missing or not a whole number".into()))?;
+    let identity = parse_identity(item).map_err(bad)?;
     Ok(Record {
         resource_type,
         removed_subnets,
@@ -231,6 +320,7 @@ pub(super) fn parse(item: &HashMap<String, AttributeValue>) -> Entry {
         created_at: key("created_at"),
         updated_at: key("updated_at"),
         account_id: key("account_id"),
+        identity,
         az_id,
         resource,
     })
@@ -244,6 +334,22 @@ fn string_list(item: &HashMap<String, AttributeValue>, name: &str) -> Option<Vec
         .map(|v| v.as_s().ok().cloned())
         .collect()
 }
+
+/// A lock for the tests of the journal's modules.
+#[cfg(test)]
+pub(super) fn sample_lock() -> Lock {
+    Lock {
+        resource: "arn:web".into(),
+        run_id: "run".into(),
+        caller: "me".into(),
+        lease_expires_at: 100,
+        quiet_at: 280,
+        host: "here".into(),
+        pid: 7,
+        started: Some(12345),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,12 +372,37 @@ mod tests {
             created_at: Some("2026-12-01T00:00:00Z".into()),
             updated_at: Some("2026-12-01T00:00:01Z".into()),
             account_id: None,
+            identity: None,
         }
     }
 
     #[test]
     fn a_record_survives_the_round_trip() {
         assert_eq!(parse(&to_item(&record())).expect("valid record"), record());
+        for instance_id in [None, Some("i-0abc".to_owned())] {
+            let node = Record {
+                identity: Some(Identity {
+                    uid: "3f1e".into(),
+                    instance_id,
+                }),
+                ..record()
+            };
+            assert_eq!(parse(&to_item(&node)).expect("valid record"), node);
+        }
+    }
+
+    #[test]
+    fn a_damaged_identity_is_refused() {
+        for damaged in [
+            s("3f1e"),
+            AttributeValue::M(HashMap::new()),
+            AttributeValue::M(HashMap::from([("uid".to_owned(), n(1))])),
+        ] {
+            let mut item = to_item(&record());
+            item.insert(IDENTITY.into(), damaged);
+            let err = parse(&item).expect_err("damaged identity");
+            assert!(err.to_string().contains("identity"), "{err}");
+        }
     }
 
     #[test]
@@ -297,6 +428,47 @@ mod tests {
         assert!(parse(&item).is_err());
         item.insert("removed_subnets".into(), AttributeValue::L(vec![n(1)]));
         assert!(parse(&item).is_err());
+    }
+
+    #[test]
+    fn a_holder_is_gone_only_on_proof() {
+        // No such process (ESRCH).
+        assert!(holder_gone(Some(100), Seen::Gone));
+        assert!(holder_gone(None, Seen::Gone), "a lock from before start times");
+        // Another user's live run behind `hidepid=2`: kill says EPERM, /proc shows nothing.
+        assert!(!holder_gone(Some(100), Seen::Running { started: None }));
+        // A live process given the holder's PID later: another start time.
+        assert!(holder_gone(Some(100), Seen::Running { started: Some(250) }));
+        // The holder itself.
+        assert!(!holder_gone(Some(100), Seen::Running { started: Some(100) }));
+        // A lock from before start times, naming a live process: it may be the holder.
+        assert!(!holder_gone(None, Seen::Running { started: Some(100) }));
+        // Nothing learnt.
+        assert!(!holder_gone(Some(100), Seen::Unknown));
+        assert!(!holder_gone(None, Seen::Unknown));
+    }
+
+    #[test]
+    fn this_process_is_seen_running_with_its_start_time() {
+        let me = std::process::id();
+        let started = process_started(me);
+        assert!(started.is_some(), "/proc/self/stat is readable here");
+        assert_eq!(look_at(me), Seen::Running { started });
+        assert_eq!(look_at(0), Seen::Unknown, "0 names a process group");
+        assert_eq!(look_at(u32::MAX), Seen::Unknown);
+        // A command with spaces and parentheses does not shift the fields.
+        let stat = "42 (a) b (c)) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10";
+        assert_eq!(start_of(stat), Some(98765));
+        assert_eq!(start_of("42 (truncated"), None);
+    }
+
+    #[test]
+    fn a_lock_keeps_its_holders_start_time() {
+        let lock = sample_lock();
+        assert_eq!(parse_lock(&lock_item(&lock)), Some(lock.clone()));
+        let mut old = lock_item(&lock);
+        old.remove(PID_STARTED);
+        assert_eq!(parse_lock(&old).map(|l| l.started), Some(None), "a lock written before");
     }
 
     #[test]

@@ -231,7 +231,8 @@ pub(super) fn union(old: &[String], new: &[String]) -> Vec<String> {
 /// The write-ahead of one resource, and the record it leaves (computed here: a transaction returns
 /// no attributes, and the write's condition guarantees the record it builds on is the stored one).
 /// With an existing record the removed subnets and actions are merged into it: a re-run never
-/// shrinks what an earlier run took.
+/// shrinks what an earlier run took. An existing record about another object of the same name
+/// (a node replaced since) is replaced by this run's.
 pub(super) fn begin_write(entry: &Begin<'_>, audit: &Audit, now: &str) -> (Write, Record) {
     let Begin {
         az_id,
@@ -240,34 +241,36 @@ pub(super) fn begin_write(entry: &Begin<'_>, audit: &Audit, now: &str) -> (Write
         actions,
         existing,
     } = *entry;
-    let Some(existing) = existing else {
-        let record = Record {
-            az_id: az_id.to_owned(),
-            resource: resource.id.clone(),
-            resource_type: resource.resource_type.to_owned(),
-            removed_subnets: removed.to_vec(),
-            state: State::Intent,
-            version: 1,
-            resource_name: Some(resource.name.clone()),
-            original_subnets: resource.subnets.clone(),
-            actions: actions.to_vec(),
-            run_id: Some(audit.run_id.clone()),
-            evacuated_by: Some(audit.caller.clone()),
-            reason: audit.reason.clone(),
-            azevac_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
-            created_at: Some(now.to_owned()),
-            updated_at: Some(now.to_owned()),
-            account_id: audit.account_id.clone(),
-        };
-        let write = Write {
-            az_id: az_id.to_owned(),
-            resource: resource.id.clone(),
-            kind: WriteKind::Put(to_item(&record)),
-            condition: "attribute_not_exists(#sk)".into(),
-            names: HashMap::from([("#sk".to_owned(), SK.to_owned())]),
-            values: HashMap::new(),
-        };
-        return (write, record);
+    // A record about another object of the same name (one replaced since) says nothing about this
+    // one: this run's intent takes its place whole, over the version it was read at.
+    let existing = match existing {
+        Some(existing) if existing.is_about(resource.identity.as_ref()) => existing,
+        replaced => {
+            let record = Record {
+                az_id: az_id.to_owned(),
+                resource: resource.id.clone(),
+                resource_type: resource.resource_type.to_owned(),
+                removed_subnets: removed.to_vec(),
+                state: State::Intent,
+                version: 1,
+                resource_name: Some(resource.name.clone()),
+                original_subnets: resource.subnets.clone(),
+                actions: actions.to_vec(),
+                run_id: Some(audit.run_id.clone()),
+                evacuated_by: Some(audit.caller.clone()),
+                reason: audit.reason.clone(),
+                azevac_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+                created_at: Some(now.to_owned()),
+                updated_at: Some(now.to_owned()),
+                account_id: audit.account_id.clone(),
+                identity: resource.identity.clone(),
+            };
+            // A first record only where none is; over a replaced object's, only at the version read.
+            return match replaced {
+                Some(replaced) => restore_write(&record, replaced.version),
+                None => (recreate_write(&record), record),
+            };
+        }
     };
     let record = Record {
         removed_subnets: union(&existing.removed_subnets, removed),
@@ -415,6 +418,7 @@ pub(super) fn remove_write(record: &Record) -> Write {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Identity;
 
     fn record() -> Record {
         Record {
@@ -434,6 +438,7 @@ mod tests {
             created_at: None,
             updated_at: None,
             account_id: None,
+            identity: None,
         }
     }
 
@@ -512,21 +517,56 @@ mod tests {
             assert_well_formed(&write);
             assert_eq!(made.account_id.as_deref(), Some("111111111111"));
         }
+        // A record of a node replaced since: this run's intent takes its place, over its version.
+        let node = |uid: &str| Identity {
+            uid: uid.into(),
+            instance_id: None,
+        };
+        let old_node = Record {
+            identity: Some(node("old")),
+            actions: vec!["cordon".into()],
+            ..existing.clone()
+        };
+        let new_node = Resource {
+            identity: Some(node("new")),
+            ..resource.clone()
+        };
+        let entry = Begin {
+            resource: &new_node,
+            actions: &["taint".to_string()],
+            existing: Some(&old_node),
+            ..entry
+        };
+        let (write, made) = begin_write(&entry, &across, "now");
+        assert_well_formed(&write);
+        assert!(matches!(write.kind, WriteKind::Put(_)), "{write:?}");
+        assert_eq!(write.values.get(":expected"), Some(&n(old_node.version)));
+        assert_eq!(made.version, old_node.version + 1);
+        assert_eq!(made.actions, ["taint"], "the old node's cordon is not this node's");
+        assert_eq!(made.identity, Some(node("new")));
+        // The same node again, or a record from before identities: merged as ever.
+        for same in [Some(node("new")), None] {
+            let existing = Record {
+                identity: same,
+                ..old_node.clone()
+            };
+            let (_, made) = begin_write(
+                &Begin {
+                    existing: Some(&existing),
+                    ..entry
+                },
+                &across,
+                "now",
+            );
+            assert_eq!(made.actions, ["cordon", "taint"]);
+        }
         assert_well_formed(&finish_write(&existing, "now").0);
         assert_well_formed(&remove_write(&existing));
         assert_well_formed(&check_write(&existing));
         assert_well_formed(&restore_write(&existing, 4).0);
         assert_well_formed(&recreate_write(&existing));
         assert_well_formed(&widen_write(&existing, &["c".to_string()], &[]).0);
-        let lock = Lock {
-            resource: "arn:web".into(),
-            run_id: "run".into(),
-            caller: "me".into(),
-            lease_expires_at: 100,
-            quiet_at: 280,
-            host: "here".into(),
-            pid: 1,
-        };
+        let lock = super::super::record::sample_lock();
         assert_well_formed(&lock_write(&lock, 50, None));
         assert_well_formed(&lock_write(&lock, 50, Some("dead-run")));
         assert_well_formed(&renew_write("arn:web", "run", 200, 380));

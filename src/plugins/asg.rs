@@ -477,6 +477,7 @@ fn to_resource(group: AutoScalingGroup) -> Resource {
                 .filter_map(|p| p.process_name())
                 .collect::<Vec<_>>(),
         }),
+        identity: None,
     }
 }
 

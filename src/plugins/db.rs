@@ -1293,6 +1293,7 @@ mod tests {
             created_at: None,
             updated_at: None,
             account_id: None,
+            identity: None,
         }
     }
 

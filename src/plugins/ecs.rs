@@ -439,6 +439,7 @@ fn to_resource(cluster: &str, service: &Service) -> Resource {
         unsupported,
         notes: vec![REPLACEMENT_NOTE.to_owned()],
         detail: serde_json::to_value(detail).unwrap_or_default(),
+        identity: None,
     }
 }
 

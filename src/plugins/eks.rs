@@ -20,7 +20,7 @@ use async_trait::async_trait;
 
 use super::{Acted, Plugin, Scope, Setup};
 use crate::journal::Guard;
-use crate::model::{Item, Record, Status};
+use crate::model::{Identity, Item, Record, Status};
 use crate::topology::Zones;
 use crate::{Error, Result};
 
@@ -118,10 +118,14 @@ pub(crate) fn kube_err(operation: &'static str, err: kube::Error) -> Error {
 /// Read-modify-write one object: `change` computes, from the object as it is now, a merge patch and
 /// the journal actions it carries out (or `None`: nothing to do); those actions are written ahead
 /// through `held` before the patch is sent, which carries that `resourceVersion`; a 409 means read,
-/// compute, write ahead and try again. `operations` name the read and the write in errors.
+/// compute, write ahead and try again. `operations` name the read and the write in errors. With the
+/// `identity` of the object a journal record names, an object of the same name with another uid
+/// (the one named was deleted and another created since) is never written:
+/// [`Error::ChangedSincePlan`].
 pub(crate) async fn read_modify_write<K, F>(
     api: &Api<K>,
     name: &str,
+    identity: Option<&Identity>,
     operations: (&'static str, &'static str),
     held: &Guard<'_>,
     change: F,
@@ -133,6 +137,19 @@ where
     let (read, write) = operations;
     for _ in 0..CONFLICT_TRIES {
         let object = api.get(name).await.map_err(|e| kube_err(read, e))?;
+        // The resourceVersion in the patch keeps a replacement after this read from being written.
+        if let (Some(ours), Some(live)) = (identity, object.meta().uid.as_deref()) {
+            if ours.uid != live {
+                return Err(Error::ChangedSincePlan {
+                    resource: name.to_owned(),
+                    source: format!(
+                        "replaced since the journal record was written: {name} is now another object (uid {live}), not uid {}; nothing changed",
+                        ours.uid
+                    )
+                    .into(),
+                });
+            }
+        }
         let Some((mut patch, actions)) = change(&object) else {
             return Ok(Some(object));
         };
@@ -161,6 +178,42 @@ where
 /// The journal's `resource` for a node.
 pub fn resource_id(cluster: &str, node: &str) -> String {
     format!("{cluster}/{node}")
+}
+
+/// What tells a Kubernetes object from a later one of the same name: its uid, and for a node the
+/// EC2 instance of its `providerID` (`aws:///ZONE/INSTANCE_ID`). `None` without a uid.
+pub(crate) fn identity(uid: Option<&str>, provider_id: Option<&str>) -> Option<Identity> {
+    let instance_id = provider_id
+        .and_then(|p| p.rsplit('/').next())
+        .filter(|i| i.starts_with("i-"))
+        .map(str::to_owned);
+    uid.filter(|u| !u.is_empty()).map(|uid| Identity {
+        uid: uid.to_owned(),
+        instance_id,
+    })
+}
+
+/// A node's [`identity`].
+pub(crate) fn node_identity(node: &Node) -> Option<Identity> {
+    identity(
+        node.metadata.uid.as_deref(),
+        node.spec.as_ref().and_then(|s| s.provider_id.as_deref()),
+    )
+}
+
+/// The plan line's reason for a record whose object (`what`: node, NodePool) was replaced by
+/// another of the same name, `live`: handled as an object that no longer exists.
+pub(crate) fn replaced(record: &Record, what: &str, name: &str, live: &Identity) -> String {
+    let changed = record
+        .identity
+        .as_ref()
+        .map(|i| format!(" ({})", i.describe()))
+        .unwrap_or_default();
+    format!(
+        "replaced since the evacuation: {name} is now another {what} ({}); the {what} azevac changed{changed} is gone, \
+         nothing to undo: journal record will be deleted",
+        live.describe()
+    )
 }
 
 /// The AZ ID a node is in: the zone-id label, else the zone-name label mapped through EC2.
@@ -224,7 +277,12 @@ pub fn evacuation(
         .map(|node| {
             let name = node.metadata.name.clone().unwrap_or_default();
             let record = records.get(&resource_id(cluster, &name));
-            let cordoned_by_us = record.is_some_and(|r| r.actions.iter().any(|a| a == CORDON)) && !is_schedulable(node);
+            let identity = node_identity(node);
+            // A record of another node of the same name (replaced since) did nothing to this one.
+            let cordoned_by_us = record
+                .filter(|r| r.is_about(identity.as_ref()))
+                .is_some_and(|r| r.actions.iter().any(|a| a == CORDON))
+                && !is_schedulable(node);
             let mut actions = Vec::new();
             if mode != Mode::Drain && our_taint(node).is_none() {
                 actions.push(taint_action(az_id, effect));
@@ -272,6 +330,7 @@ pub fn evacuation(
                     resource_type: TYPE,
                     id: resource_id(cluster, &name),
                     name: format!("{}/{name}", short(cluster)),
+                    identity,
                     ..crate::model::Resource::default()
                 }),
                 ..Item::new(TYPE, &resource_id(cluster, &name), &format!("{}/{name}", short(cluster)), az_id)
@@ -317,12 +376,17 @@ pub fn exposed(cluster: &str, nodes: &[Node], az_id: &str, zones: &Zones) -> Opt
 }
 
 /// What recovering one node's record means (pure): undo the recorded actions that are still in
-/// place; a node that is gone only has its record removed.
+/// place; a node that is gone, or was replaced by another of the same name, only has its record
+/// removed.
 pub fn recovery(record: &Record, node: Option<&Node>) -> Item {
     let (cluster, node_name) = (cluster_of(&record.resource), node_of(&record.resource));
     let mut undo = Vec::new();
+    let live = node.and_then(node_identity);
     let reason = match node {
         None => Some("node no longer exists (replaced?): journal record will be deleted".to_owned()),
+        Some(_) if !record.is_about(live.as_ref()) => {
+            live.as_ref().map(|live| replaced(record, "node", node_name, live))
+        }
         Some(node) => {
             for action in record.actions.iter().filter(|a| *a != DRAIN) {
                 let still = if action == CORDON {
@@ -378,23 +442,31 @@ impl Cluster {
         self.client.clone()
     }
 
-    /// Read-modify-write a node (see [`read_modify_write`]).
-    pub(crate) async fn update_node<F>(&self, name: &str, held: &Guard<'_>, change: F) -> Result<Option<Node>>
+    /// Read-modify-write a node, the one of `identity` if known (see [`read_modify_write`]).
+    pub(crate) async fn update_node<F>(
+        &self,
+        name: &str,
+        identity: Option<&Identity>,
+        held: &Guard<'_>,
+        change: F,
+    ) -> Result<Option<Node>>
     where
         F: Fn(&Node) -> Option<(serde_json::Value, Vec<String>)>,
     {
         let api: Api<Node> = Api::all(self.client.clone());
-        read_modify_write(&api, name, ("get node", "patch node"), held, change).await
+        read_modify_write(&api, name, identity, ("get node", "patch node"), held, change).await
     }
 
-    /// Carry out an evacuation line; returns the actions actually taken (for the journal) and notes.
+    /// Carry out an evacuation line on the node `record` names; returns the actions actually taken
+    /// (for the journal) and notes.
     pub async fn evacuate(
         &self,
         node: &str,
-        az_id: &str,
+        record: &Record,
         options: &Options,
         held: &Guard<'_>,
     ) -> Result<(Vec<String>, Vec<String>)> {
+        let az_id = record.az_id.as_str();
         let effect = if options.mode == Mode::Noexecute {
             "NoExecute"
         } else {
@@ -405,7 +477,7 @@ impl Cluster {
         // Set by the attempt that wrote: whether that write is what cordoned the node.
         let cordoning = std::sync::atomic::AtomicBool::new(false);
         let updated = self
-            .update_node(node, held, |n| {
+            .update_node(node, record.identity.as_ref(), held, |n| {
                 let mut taints = n.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
                 let add_taint = want_taint && !taints.iter().any(|t| t.key == TAINT_KEY);
                 let cordon = want_cordon && is_schedulable(n);
@@ -512,7 +584,7 @@ impl Cluster {
     pub async fn recover(&self, node: &str, record: &Record, held: &Guard<'_>) -> Result<()> {
         let uncordon = record.actions.iter().any(|a| a == CORDON);
         let untaint = record.actions.iter().any(|a| a.starts_with("taint:"));
-        self.update_node(node, held, |n| {
+        self.update_node(node, record.identity.as_ref(), held, |n| {
             let taints = n.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
             let kept: Vec<&Taint> = taints.iter().filter(|t| !(untaint && t.key == TAINT_KEY)).collect();
             let remove_taint = kept.len() != taints.len();
@@ -621,7 +693,7 @@ impl Plugin for Nodes {
     async fn evacuate(&self, line: &Item, held: &Guard<'_>) -> Result<Acted> {
         let cluster = self.cluster_of(line)?;
         let (actions, notes) = cluster
-            .evacuate(node_of(&line.resource), &held.record().az_id, &self.options, held)
+            .evacuate(node_of(&line.resource), &held.record(), &self.options, held)
             .await?;
         Ok(Acted {
             actions: Some(actions),

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use super::eks::{self, Cluster, Mode, ZONE_ID_LABEL, ZONE_NAME_LABEL};
 use super::{Acted, Plugin, Scope, Setup};
 use crate::journal::Guard;
-use crate::model::{Item, Record, Resource, Status};
+use crate::model::{Identity, Item, Record, Resource, Status};
 use crate::plan::ALREADY_EVACUATED;
 use crate::topology::{Zone, Zones};
 use crate::{Error, Result};
@@ -376,8 +376,16 @@ struct Detail {
     zones: Vec<Zone>,
 }
 
-/// A planned line about one object of one cluster.
-fn line(cluster: &str, resource: String, what: &str, name: &str, az_id: &str, record: Option<&Record>) -> Item {
+/// A planned line about one object of one cluster (of `identity`, journalled with the intent).
+fn line(
+    cluster: &str,
+    resource: String,
+    what: &str,
+    name: &str,
+    identity: Option<Identity>,
+    az_id: &str,
+    record: Option<&Record>,
+) -> Item {
     let shown = format!("{}/{what}/{name}", eks::short(cluster));
     Item {
         record: record.cloned(),
@@ -385,6 +393,7 @@ fn line(cluster: &str, resource: String, what: &str, name: &str, az_id: &str, re
             resource_type: TYPE,
             id: resource.clone(),
             name: shown.clone(),
+            identity,
             ..Resource::default()
         }),
         ..Item::new(TYPE, &resource, &shown, az_id)
@@ -417,14 +426,17 @@ pub fn evacuation(
             let name = pool.metadata.name.clone().unwrap_or_default();
             let resource = pool_resource(cluster, &name);
             let record = records.get(&resource);
-            let mut item = line(cluster, resource, "nodepool", &name, &zone.id, record);
+            let identity = eks::identity(pool.metadata.uid.as_deref(), None);
+            // A record of another NodePool of the same name (replaced since) excluded nothing here.
+            let ours = record.filter(|r| r.is_about(identity.as_ref()));
+            let mut item = line(cluster, resource, "nodepool", &name, identity, &zone.id, record);
             if let Some(target) = item.target.as_mut() {
                 target.set_detail(&detail);
             }
             let decided = requirements(&pool.data).map(|(_, parsed)| exclusion(&parsed, zone, zones.all()));
             match decided {
                 Err(e) => skip(&mut item, crate::error::describe(&e)),
-                Ok(Exclusion::Excluded) if record.is_some() => {
+                Ok(Exclusion::Excluded) if ours.is_some() => {
                     skip(&mut item, format!("{ALREADY_EVACUATED} (NodePool requirement journalled)"))
                 }
                 Ok(Exclusion::Excluded) => skip(
@@ -475,14 +487,16 @@ pub fn annotations(
             let name = node.metadata.name.clone().unwrap_or_default();
             let resource = node_resource(cluster, &name);
             let record = records.get(&resource);
-            let mut item = line(cluster, resource, "node", &name, &zone.id, record);
+            let identity = eks::node_identity(node);
+            let ours = record.filter(|r| r.is_about(identity.as_ref()));
+            let mut item = line(cluster, resource, "node", &name, identity, &zone.id, record);
             match annotation(node) {
                 None => {
                     item.actions = Some(vec![Change::Annotated.to_string()]);
                     item.notes
                         .push("Karpenter leaves the node in place (no drift replacement) until recover".to_owned());
                 }
-                Some(_) if record.is_some() => {
+                Some(_) if ours.is_some() => {
                     skip(&mut item, format!("{ALREADY_EVACUATED} ({DO_NOT_DISRUPT} journalled)"))
                 }
                 Some(value) => skip(
@@ -504,7 +518,8 @@ fn annotation(node: &Node) -> Option<&str> {
 }
 
 /// What recovering one record means (pure): revert the recorded changes still in place.
-/// `current` is the NodePool or node as it is now (`None`: gone).
+/// `current` is the NodePool or node as it is now (`None`: gone; one of another uid: replaced,
+/// and as good as gone).
 pub fn recovery(record: &Record, current: Option<&Value>) -> Item {
     let (cluster, is_pool, name) = parse_resource(&record.resource).unwrap_or(("", true, &record.resource));
     let what = if is_pool { "nodepool" } else { "node" };
@@ -513,6 +528,7 @@ pub fn recovery(record: &Record, current: Option<&Value>) -> Item {
         record.resource.clone(),
         what,
         name,
+        None,
         &record.az_id,
         Some(record),
     );
@@ -522,6 +538,16 @@ pub fn recovery(record: &Record, current: Option<&Value>) -> Item {
         item.reason = Some(format!("{what} no longer exists: journal record will be deleted"));
         return item;
     };
+    let live = eks::identity(
+        current["metadata"]["uid"].as_str(),
+        current["spec"]["providerID"].as_str(),
+    );
+    if let Some(live) = live.filter(|l| !record.is_about(Some(l))) {
+        let what = if is_pool { "NodePool" } else { "node" };
+        item.actions = Some(Vec::new());
+        item.reason = Some(eks::replaced(record, what, name, &live));
+        return item;
+    }
     let mut undo = Vec::new();
     let mut raw = raw_requirements(current);
     for action in &record.actions {
@@ -692,12 +718,14 @@ impl Plugin for NodePools {
     }
 
     async fn evacuate(&self, line: &Item, held: &Guard<'_>) -> Result<Acted> {
+        let record = held.record();
+        let identity = record.identity.as_ref();
         let (cluster, is_pool, name) = self.cluster(&line.resource)?;
         if !is_pool {
             // Set by the attempt that wrote: whether this run is what annotated the node.
             let annotating = Mutex::new(false);
             let node = cluster
-                .update_node(&name, held, |n| {
+                .update_node(&name, identity, held, |n| {
                     let add = annotation(n).is_none();
                     *annotating.lock().unwrap_or_else(|e| e.into_inner()) = add;
                     add.then(|| {
@@ -731,7 +759,7 @@ impl Plugin for NodePools {
         let made: Mutex<Option<Change>> = Mutex::new(None);
         let refused: Mutex<Option<String>> = Mutex::new(None);
         let operations = ("get nodepool", "patch nodepool");
-        let pool = eks::read_modify_write(&pools_api(cluster), &name, operations, held, |pool| {
+        let pool = eks::read_modify_write(&pools_api(cluster), &name, identity, operations, held, |pool| {
             let data = serde_json::to_value(pool).unwrap_or_default();
             let (mut raw, parsed) = match requirements(&data) {
                 Ok(found) => found,
@@ -775,8 +803,9 @@ impl Plugin for NodePools {
 
     async fn recover(&self, line: &Item, held: &Guard<'_>) -> Result<Acted> {
         let (cluster, is_pool, name) = self.cluster(&line.resource)?;
-        let changes = held
-            .record()
+        let record = held.record();
+        let identity = record.identity.as_ref();
+        let changes = record
             .actions
             .iter()
             .map(|a| a.parse::<Change>())
@@ -784,7 +813,7 @@ impl Plugin for NodePools {
         if !is_pool {
             if changes.contains(&Change::Annotated) {
                 cluster
-                    .update_node(&name, held, |n| {
+                    .update_node(&name, identity, held, |n| {
                         (annotation(n) == Some("true")).then(|| {
                             (
                                 json!({ "metadata": { "annotations": { DO_NOT_DISRUPT: null } } }),
@@ -797,15 +826,22 @@ impl Plugin for NodePools {
             return Ok(Acted::default());
         }
         let api = pools_api(cluster);
-        let outcome = eks::read_modify_write(&api, &name, ("get nodepool", "patch nodepool"), held, |pool| {
-            let data = serde_json::to_value(pool).unwrap_or_default();
-            let mut raw = raw_requirements(&data);
-            let mut changed = false;
-            for change in &changes {
-                changed |= revert(change, &mut raw);
-            }
-            changed.then(|| (requirements_patch(raw), Vec::new()))
-        })
+        let outcome = eks::read_modify_write(
+            &api,
+            &name,
+            identity,
+            ("get nodepool", "patch nodepool"),
+            held,
+            |pool| {
+                let data = serde_json::to_value(pool).unwrap_or_default();
+                let mut raw = raw_requirements(&data);
+                let mut changed = false;
+                for change in &changes {
+                    changed |= revert(change, &mut raw);
+                }
+                changed.then(|| (requirements_patch(raw), Vec::new()))
+            },
+        )
         .await;
         match outcome {
             Ok(_) => Ok(Acted::default()),

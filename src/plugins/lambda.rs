@@ -396,6 +396,7 @@ fn to_resource(function: FunctionConfiguration) -> Resource {
         unsupported: None,
         notes: vec!["only $LATEST changes: published versions are immutable".to_owned()],
         detail: serde_json::to_value(detail).unwrap_or_default(),
+        identity: None,
     }
 }
 

@@ -159,3 +159,53 @@ async fn an_empty_estate_or_an_empty_zone_has_nothing_to_do() {
     assert!(quiet_zone.stdout.contains("nothing to do"), "{}", quiet_zone.stdout);
     assert!(!table_exists(&sdk).await, "nothing to do writes nothing");
 }
+
+/// Issue 31, case 8: a `--reason` too large for a journal record (400 KB an item, 4 MB a batch of
+/// 50) failed every line at the write, exit 1. It is bad input: one line, exit 2, before anything
+/// is planned or written, from the flags and from a saved plan alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_31_a_reason_too_large_for_a_record_is_refused() {
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    estate::seed(&sdk, &estate()).await;
+    let before = live_groups(&sdk).await;
+    let says = "at most 1000 (it is stored in every journal record)";
+
+    let long = "x".repeat(1001);
+    refused(
+        azevac(&moto, &["evacuate", "--az-id", ZONE, "--reason", &long, "--yes"]),
+        "--reason is 1001 characters",
+    );
+    refused(
+        azevac(&moto, &["shift", "start", "--az-id", ZONE, "--reason", &long, "--yes"]),
+        says,
+    );
+    // Characters, not bytes: 1,000 of them pass, whatever their encoding.
+    let plan = azevac(
+        &moto,
+        &[
+            "evacuate",
+            "--az-id",
+            ZONE,
+            "--reason",
+            &"é".repeat(1000),
+            "--dry-run",
+            "--output",
+            "json",
+        ],
+    )
+    .expect_code(0);
+    // A saved plan carries its reason past the flags: 500 KB of it, as in the report.
+    let mut saved = plan.json();
+    saved["request"]["reason"] = serde_json::json!("x".repeat(500_000));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("plan.json");
+    std::fs::write(&path, saved.to_string()).expect("write the plan");
+    refused(
+        azevac(&moto, &["apply", path.to_str().expect("utf-8"), "--yes"]),
+        "--reason is 500000 characters",
+    );
+
+    assert_eq!(live_groups(&sdk).await, before, "nothing changed");
+    assert!(!table_exists(&sdk).await, "nothing written");
+}

@@ -535,3 +535,85 @@ async fn issue_12_a_drain_rerun_keeps_a_valid_record() {
     }
     assert!(journal_items(&aws_sdk(&setup).await).await.is_empty());
 }
+
+/// A node replaced by a new instance under the same name, as autoscaling does: the new node joins
+/// cordoned by its own bootstrap.
+fn replace_node(setup: &Setup, name: &str, uid: &str, instance: &str) {
+    let mut st = setup.kube.state.lock().expect("state");
+    let mut node = st.nodes.remove(name).expect("the node");
+    node["metadata"]["uid"] = json!(uid);
+    node["spec"] = json!({ "providerID": format!("aws:///us-east-1c/{instance}"), "unschedulable": true });
+    st.add_node(node);
+}
+
+/// Issue 31, case 4: records named nodes by name only, so `recover` uncordoned a new node of the
+/// same name (cordoned by its own bootstrap) and dropped the record without a word; and a second
+/// evacuation merged the old node's cordon into the new node's record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_31_a_node_replaced_under_the_same_name_is_not_touched() {
+    let setup = Setup::new(CLUSTER, "eks", standard_cluster());
+    let noschedule = ["evacuate", "--az-id", ZONE, "--k8s-mode", "noschedule", "--yes"];
+    setup.run(&noschedule).expect_code(0);
+    // The write-ahead names the very node: its uid, and the instance behind it.
+    let items = journal_items(&aws_sdk(&setup).await).await;
+    let record = items
+        .iter()
+        .find(|i| attr_s(i, "resource").ends_with(AZ2_NODES[0]))
+        .expect("the node's record");
+    let identity = record["identity"].as_m().expect("an identity map");
+    assert_eq!(
+        identity["uid"].as_s().map(String::as_str),
+        Ok("uid-ip-10-0-2-21.ec2.internal")
+    );
+    assert_eq!(
+        identity["instance_id"].as_s().map(String::as_str),
+        Ok("i-09848821191019212")
+    );
+
+    replace_node(&setup, AZ2_NODES[0], "uid-new-21", "i-0new21");
+    let plan = setup
+        .run(&["recover", "--az-id", ZONE, "--dry-run", "--output", "json"])
+        .expect_code(0)
+        .json();
+    let line = node_line(&plan, AZ2_NODES[0]);
+    let reason = line["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains(&format!(
+            "replaced since the evacuation: {} is now another node (uid uid-new-21, instance i-0new21); \
+             the node azevac changed (uid uid-ip-10-0-2-21.ec2.internal, instance i-09848821191019212) is gone, \
+             nothing to undo",
+            AZ2_NODES[0]
+        )),
+        "{line}"
+    );
+    assert_eq!(line["actions"], json!([]), "{line}");
+    setup.run(&["recover", "--az-id", ZONE, "--yes"]).expect_code(0);
+    assert!(
+        cordoned(&setup.node(AZ2_NODES[0])),
+        "the new node keeps its bootstrap's cordon"
+    );
+    for name in &AZ2_NODES[1..] {
+        assert!(!cordoned(&setup.node(name)), "{name}: recovered");
+    }
+    assert!(journal_items(&aws_sdk(&setup).await).await.is_empty());
+
+    // Evacuated again, then replaced again, then evacuated once more: the new node's record holds
+    // only what was done to it (the taint; its bootstrap cordoned it), not the old node's cordon.
+    setup.run(&noschedule).expect_code(0);
+    replace_node(&setup, AZ2_NODES[1], "uid-new-22", "i-0new22");
+    setup.run(&noschedule).expect_code(0);
+    let records = node_records(&setup).await;
+    assert_eq!(
+        records[AZ2_NODES[1]].0,
+        ["taint:azevac.io/evacuated=use1-az2:NoSchedule"],
+        "{records:?}"
+    );
+    setup.run(&["recover", "--yes"]).expect_code(0);
+    let node = setup.node(AZ2_NODES[1]);
+    assert!(cordoned(&node), "the bootstrap's cordon stays");
+    assert!(
+        taint_keys(&node).iter().all(|t| !t.starts_with("azevac")),
+        "azevac's taint on the new node is undone"
+    );
+    assert!(journal_items(&aws_sdk(&setup).await).await.is_empty());
+}

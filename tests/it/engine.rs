@@ -110,6 +110,7 @@ fn line(name: &str, actions: &[&str]) -> Item {
         unsupported: None,
         notes: Vec::new(),
         detail: serde_json::Value::Null,
+        identity: None,
     });
     item
 }

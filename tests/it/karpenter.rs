@@ -596,3 +596,73 @@ async fn a_managed_node_groups_auto_scaling_group_is_skipped_with_the_supported_
     assert_eq!(journalled.len(), 1);
     assert!(journalled[0].contains("self-managed-workers"), "{journalled:?}");
 }
+
+/// Issue 31, case 4: records named NodePools and nodes by name only, so `recover` took a
+/// requirement out of a NodePool deleted and created again under the same name (here from a
+/// manifest that now excludes the zone itself), and the `do-not-disrupt` annotation off a new node
+/// of the same name that carries it for its own reasons.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_31_a_nodepool_or_node_replaced_under_the_same_name_is_not_touched() {
+    let (cluster, ours, _) = karpenter_nodes_cluster();
+    let setup = Setup::new(cluster);
+    let original = setup.pools();
+    setup
+        .run(&["evacuate", "--az-id", ZONE, "--k8s-mode", "noschedule", "--yes"])
+        .expect_code(0);
+    let excluded = zone_requirement("topology.k8s.aws/zone-id", "NotIn", &[ZONE]);
+    assert_eq!(setup.requirements("platform")[3], excluded);
+    {
+        let mut st = setup.kube.state.lock().expect("state");
+        let mut pool = st
+            .nodepools
+            .as_mut()
+            .and_then(|p| p.remove("platform"))
+            .expect("platform");
+        pool["metadata"]["uid"] = json!("uid-platform-2");
+        st.add_nodepool(pool);
+        let mut node = st.nodes.remove(ours).expect("the annotated node");
+        node["metadata"]["uid"] = json!("uid-new-21");
+        node["spec"]["providerID"] = json!("aws:///us-east-1c/i-0new21");
+        st.add_node(node);
+    }
+
+    let plan = setup
+        .run(&["recover", "--az-id", ZONE, "--dry-run", "--output", "json"])
+        .expect_code(0)
+        .json();
+    let platform = line(&plan, "nodepool/platform");
+    assert!(
+        platform["reason"].as_str().unwrap_or_default().contains(
+            "replaced since the evacuation: platform is now another NodePool (uid uid-platform-2); \
+             the NodePool azevac changed (uid 0c4d7d3e-1b2a-4c55-9a0e-3f1e5a1c2b04) is gone, nothing to undo"
+        ),
+        "{platform}"
+    );
+    let node = line(&plan, &format!("node/{ours}"));
+    assert!(
+        node["reason"].as_str().unwrap_or_default().contains(&format!(
+            "replaced since the evacuation: {ours} is now another node (uid uid-new-21, instance i-0new21)"
+        )),
+        "{node}"
+    );
+
+    setup.run(&["recover", "--az-id", ZONE, "--yes"]).expect_code(0);
+    assert_eq!(
+        setup.requirements("platform")[3],
+        excluded,
+        "the new NodePool's own requirement stays"
+    );
+    assert_eq!(
+        setup.node(ours)["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"],
+        "true",
+        "the new node's own annotation stays"
+    );
+    for name in ["general", "batch", "pinned"] {
+        assert_eq!(
+            setup.requirements(name),
+            original[name]["spec"]["template"]["spec"]["requirements"],
+            "{name}"
+        );
+    }
+    assert!(journal(&setup).await.is_empty());
+}

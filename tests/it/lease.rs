@@ -1,14 +1,16 @@
 //! The lease heartbeat against a real (emulated) table, through the proxy: a renewal that crosses
 //! the release of the lock it renews is the run being done with the lock, not another run taking it.
+//! And who may take a lock over before its lease runs out: only a run whose holder is proven gone.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_config::{BehaviorVersion, Region};
+use aws_sdk_dynamodb::types::AttributeValue;
 use azevac::journal::{Ahead, Audit, Held, Journal, Lease};
-use azevac::model::Resource;
+use azevac::model::{Record, Resource};
 
 use crate::common;
 use crate::common::proxy::{Hold, Proxy};
@@ -79,17 +81,11 @@ async fn a_renewal_that_crosses_the_release_is_not_a_lost_lock() {
         unsupported: None,
         notes: vec![],
         detail: serde_json::Value::Null,
+        identity: None,
     };
     let removed = vec!["subnet-b".to_owned()];
-    let ahead = Ahead::Evacuate {
-        az_id: ZONE,
-        resource: &resource,
-        removed: &removed,
-        actions: &[],
-        existing: None,
-    };
     let held = journal
-        .acquire(&[ahead], &lease, &audit)
+        .acquire(&[evacuation(&resource, &removed, None)], &lease, &audit)
         .await
         .pop()
         .expect("one line")
@@ -135,4 +131,125 @@ async fn a_renewal_that_crosses_the_release_is_not_a_lost_lock() {
         common::lock_items(&common::sdk(&moto).await).await.is_empty(),
         "the lock is released"
     );
+}
+
+/// Take `removed` from `resource` in the zone, on top of its `existing` record.
+fn evacuation<'a>(resource: &'a Resource, removed: &'a [String], existing: Option<&'a Record>) -> Ahead<'a> {
+    Ahead::Evacuate {
+        az_id: ZONE,
+        resource,
+        removed,
+        actions: &[],
+        existing,
+    }
+}
+
+/// The lock item of `resource`.
+async fn lock_of(sdk: &aws_config::SdkConfig, resource: &str) -> Option<HashMap<String, AttributeValue>> {
+    common::lock_items(sdk)
+        .await
+        .into_iter()
+        .find(|l| common::attr_s(l, "resource") == resource)
+}
+
+/// When process `pid` of this host started (`/proc/PID/stat` field 22, counted after the command's
+/// last `)`), as azevac stores it in its locks.
+fn started(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc/PID/stat");
+    let (_, after) = stat.rsplit_once(')').expect("stat line");
+    after
+        .split_whitespace()
+        .nth(19)
+        .expect("field 22")
+        .parse()
+        .expect("a number")
+}
+
+/// Issue 31, case 9: a missing `/proc/<pid>` was taken as proof that a lock's holder had died, and
+/// a present one as proof that it lived, even when the PID had been given to another process since.
+/// Now `kill(pid, 0)` and the holder's start time decide: a lock naming a live process of this host
+/// that started at another time (its PID reused) is taken over at once; one naming the process as it
+/// started, or written before start times were kept, waits for its lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_31_a_reused_pid_is_taken_over_and_a_live_holder_is_not() {
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    let journal = Journal::new(&sdk, TABLE);
+    journal.create().await.expect("the journal table");
+    let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
+    let mut holder = std::process::Command::new("sleep").arg("300").spawn().expect("sleep");
+    let (pid, since) = (holder.id(), started(holder.id()));
+
+    let run = |name: &str| Audit {
+        run_id: name.into(),
+        caller: format!("arn:aws:iam::123456789012:user/{name}"),
+        reason: None,
+        account_id: None,
+    };
+    let group = |name: &str| Resource {
+        resource_type: "asg",
+        id: format!("arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:1:autoScalingGroupName/{name}"),
+        name: name.into(),
+        subnets: vec!["subnet-a".into(), "subnet-b".into()],
+        ..Resource::default()
+    };
+    let removed = vec!["subnet-b".to_owned()];
+    let (a, b) = (run("run-a"), run("run-b"));
+    let (lease_a, lease_b) = (
+        Lease::new(&a, Duration::from_secs(300), Duration::from_secs(30)),
+        Lease::new(&b, Duration::from_secs(300), Duration::from_secs(30)),
+    );
+    // Run A takes the locks of three groups, and its locks are made to name the sleeping process:
+    // with another start time, with its own, and with none (a lock of an older azevac).
+    let cases = [("reused", Some(since + 1)), ("alive", Some(since)), ("older", None)];
+    let mut records = BTreeMap::new();
+    for (name, pid_started) in cases {
+        let resource = group(name);
+        let held = journal
+            .acquire(&[evacuation(&resource, &removed, None)], &lease_a, &a)
+            .await
+            .pop()
+            .expect("one line")
+            .expect("A's lock");
+        records.insert(name, held.record().clone());
+        let mut lock = lock_of(&sdk, &resource.id).await.expect("A's lock item");
+        assert!(
+            lock.contains_key("pid_started"),
+            "a lock keeps its holder's start time: {lock:?}"
+        );
+        lock.insert("pid".into(), AttributeValue::N(pid.to_string()));
+        lock.remove("pid_started");
+        if let Some(at) = pid_started {
+            lock.insert("pid_started".into(), AttributeValue::N(at.to_string()));
+        }
+        dynamodb
+            .put_item()
+            .table_name(TABLE)
+            .set_item(Some(lock))
+            .send()
+            .await
+            .expect("PutItem");
+    }
+
+    for (name, _) in cases {
+        let resource = group(name);
+        let ahead = evacuation(&resource, &removed, Some(&records[name]));
+        let outcome = journal.acquire(&[ahead], &lease_b, &b).await.pop().expect("one line");
+        let holder_now = lock_of(&sdk, &resource.id).await.map(|l| common::attr_s(&l, "run_id"));
+        match name {
+            "reused" => {
+                assert!(outcome.is_ok(), "{name}: taken over at once: {outcome:?}");
+                assert_eq!(holder_now.as_deref(), Some("run-b"), "{name}");
+            }
+            _ => {
+                assert!(
+                    matches!(&outcome, Err(azevac::Error::Locked { run_id, .. }) if run_id == "run-a"),
+                    "{name}: the live holder keeps its lock: {outcome:?}"
+                );
+                assert_eq!(holder_now.as_deref(), Some("run-a"), "{name}");
+            }
+        }
+    }
+    holder.kill().expect("kill sleep");
+    holder.wait().expect("reap sleep");
 }

@@ -405,6 +405,47 @@ async fn a_second_zone_never_takes_the_last_subnets_and_recovers_separately() {
     assert_eq!(unordered(&snapshot(&sdk).await), unordered(&original));
 }
 
+/// Issue 31, case 10: evacuate use1-az2, then use1-az3, then recover every zone at once. Each
+/// zone's record lined its subnet up with the subnets it saw, and the zones were put back in the
+/// order of their IDs: `az1, az2, az3` came back as `az1, az3, az2`. Now the later evacuation is
+/// undone first, and each subnet goes back after the subnet that preceded it.
+#[tokio::test]
+async fn issue_31_two_zones_recovered_at_once_come_back_in_the_original_order() {
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    let group = |name: &str, z: &[&str]| AsgSpec {
+        name: name.into(),
+        vpc: "main".into(),
+        zones: zones(z),
+        desired: 0,
+        tags: BTreeMap::new(),
+    };
+    let spec = Spec {
+        vpcs: vec![VpcSpec {
+            name: "main".into(),
+            cidr: "10.61.0.0/16".into(),
+            zones: zones(&["use1-az1", "use1-az2", "use1-az3"]),
+        }],
+        auto_scaling_groups: vec![
+            group("forward", &["use1-az1", "use1-az2", "use1-az3"]),
+            group("backward", &["use1-az3", "use1-az2", "use1-az1"]),
+            group("between", &["use1-az1", "use1-az3", "use1-az2"]),
+        ],
+        ..Spec::default()
+    };
+    estate::seed(&sdk, &spec).await;
+    let original = live_groups(&sdk).await;
+    azevac(&moto, &["evacuate", "--az-id", ZONE, "--yes"]).expect_code(0);
+    azevac(&moto, &["evacuate", "--az-id", "use1-az3", "--yes"]).expect_code(0);
+    assert!(
+        live_groups(&sdk).await.values().all(|s| s.len() == 1),
+        "only use1-az1 left"
+    );
+    azevac(&moto, &["recover", "--yes"]).expect_code(0);
+    assert_eq!(live_groups(&sdk).await, original, "every subnet back in its place");
+    assert!(journal_items(&sdk).await.is_empty());
+}
+
 #[tokio::test]
 async fn a_journalled_subnet_deleted_in_between_is_reported_and_left_out() {
     let moto = Moto::start();
