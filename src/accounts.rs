@@ -42,7 +42,7 @@ pub fn parse_accounts(value: &str) -> Result<Vec<String>, String> {
 /// One twelve-digit AWS account ID.
 pub fn parse_account_id(value: &str) -> Result<String, String> {
     let value = value.trim();
-    if value.len() == 12 && value.bytes().all(|b| b.is_ascii_digit()) {
+    if crate::model::is_account_id(value) {
         Ok(value.to_owned())
     } else {
         Err(format!(

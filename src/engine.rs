@@ -235,6 +235,13 @@ pub async fn prepare(
                     )),
                 }
             }
+            // A record is checked against where things lie before its line may change anything, for
+            // every kind here: an odd one is reported and kept, never acted on.
+            for item in plan.items.iter_mut().filter(|i| i.status == Status::Planned) {
+                if let Some(why) = crate::plan::odd_record(item) {
+                    item.fail(why);
+                }
+            }
             review(&plugins, &mut plan, &scope).await?;
         }
     }
@@ -276,9 +283,12 @@ async fn still_evacuated(journal: &Journal, request: &Request, recovered: &[&str
 /// change the input or the environment (exit 2: access denied, an endpoint that does not serve the
 /// API) stops the run before any change, as bad input does; any other failure of one type (a
 /// throttled or failing service, a resource that could not be read) is that type's problem only,
-/// and the other types carry on.
+/// and the other types carry on. A service that cannot be reached is one of those: the region was
+/// reached by the run's first calls (EC2's zones, the journal's table), so a service that drops
+/// its connections now is failing, as services do in a zonal incident, not misconfigured.
 fn isolate<T>(outcome: Result<T>) -> Result<Result<T>> {
     match outcome {
+        Err(e @ Error::Unreachable { .. }) => Ok(Err(e)),
         Err(e) if e.exit_code() == 2 => Err(e),
         other => Ok(other),
     }

@@ -163,6 +163,9 @@ pub struct Item {
     /// The journal record this line builds on, if any.
     #[serde(skip)]
     pub record: Option<Record>,
+    /// Recover: where what the record names lies now, as the line's kind read it.
+    #[serde(skip)]
+    pub placement: Placement,
 }
 
 impl Item {
@@ -187,6 +190,7 @@ impl Item {
             headroom: None,
             target: None,
             record: None,
+            placement: Placement::default(),
         }
     }
 
@@ -208,6 +212,27 @@ impl Item {
         self.status = Status::Failed;
         self.reason = Some(reason);
     }
+}
+
+/// Where something lies now, as EC2 reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Site {
+    /// The AZ ID.
+    pub az_id: String,
+    /// The VPC ID.
+    pub vpc: String,
+}
+
+/// What a recovery line's journal record names (subnets, NAT gateways) and where each lies now, as
+/// the line's kind read it from its service, never as the record says: recover checks it against
+/// the record's own zone before the line may change anything ([`crate::plan::odd_record`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// Each thing the record names that still exists, with where it lies (what no longer exists is
+    /// absent: the line leaves it out and says so).
+    pub named: BTreeMap<String, Site>,
+    /// The VPC of the resource the line acts on, where its kind knows it.
+    pub vpc: Option<String>,
 }
 
 /// The headroom check of one evacuation line: the free IP addresses of the subnets that remain
@@ -556,6 +581,12 @@ impl Record {
             _ => true,
         }
     }
+}
+
+/// Whether `text` is an AWS account ID: exactly twelve ASCII digits. Checked wherever one comes
+/// in (flags, journal records), since it goes into role ARNs.
+pub fn is_account_id(text: &str) -> bool {
+    text.len() == 12 && text.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Who is writing, and why: stamped on every record a run writes.

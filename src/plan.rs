@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::model::{Command, Item, Plan, Request, Status};
-use crate::model::{Record, Resource};
+use crate::model::{Placement, Record, Resource, Site};
 
 /// Where a saved plan and the plan made again from live state disagree, one line per resource (empty:
 /// they agree). Only lines that change something in either plan are compared: a skipped line that
@@ -189,11 +189,12 @@ pub fn evacuation(
 }
 
 /// Decide what recovering one journal record means, given the resource's current state (`None`:
-/// it no longer exists) and which subnets still exist (subnet → AZ ID).
+/// it no longer exists) and where the subnets that still exist lie (the record's and the
+/// resource's current ones, at least).
 pub fn recovery(
     record: &Record,
     current: Option<&Resource>,
-    existing_subnets: &BTreeMap<String, String>,
+    existing_subnets: &BTreeMap<String, Site>,
     forget_missing: bool,
 ) -> Item {
     let mut item = Item {
@@ -222,6 +223,21 @@ pub fn recovery(
         .iter()
         .cloned()
         .partition(|s| existing_subnets.contains_key(s));
+    // The resource's VPC: that of the subnets it has now, when they agree (every subnet kind keeps
+    // a resource in one VPC).
+    let mut vpcs = current
+        .subnets
+        .iter()
+        .filter_map(|s| existing_subnets.get(s))
+        .map(|site| &site.vpc);
+    let first = vpcs.next();
+    item.placement = Placement {
+        named: restorable
+            .iter()
+            .filter_map(|s| Some((s.clone(), existing_subnets.get(s)?.clone())))
+            .collect(),
+        vpc: first.filter(|vpc| vpcs.all(|other| other == *vpc)).cloned(),
+    };
     if !gone.is_empty() {
         item.notes.push(format!(
             "journalled subnet(s) no longer exist, left out: {}",
@@ -271,6 +287,38 @@ pub fn put_back(current: &[String], restored: &[String], original: &[String]) ->
         result[slot] = subnet;
     }
     result
+}
+
+/// Why a recovery line's journal record cannot be trusted, if it cannot: something it names lies
+/// outside the record's own zone, or outside the VPC of the resource the line acts on (a record
+/// written by hand, or by a faulty version). Judged on where things lie now ([`Item::placement`]),
+/// for every kind alike; what no longer exists is not named there, and stays the line's business.
+pub fn odd_record(item: &Item) -> Option<String> {
+    let record = item.record.as_ref()?;
+    let wrong: Vec<String> = item
+        .placement
+        .named
+        .iter()
+        .filter_map(|(what, site)| {
+            if site.az_id != record.az_id {
+                return Some(format!(
+                    "it names {what}, which lies in {}, not in the record's zone {}",
+                    site.az_id, record.az_id
+                ));
+            }
+            let vpc = item.placement.vpc.as_ref().filter(|vpc| **vpc != site.vpc)?;
+            Some(format!(
+                "it names {what}, which lies in {}, not in {vpc} where {} is",
+                site.vpc, item.name
+            ))
+        })
+        .collect();
+    (!wrong.is_empty()).then(|| {
+        format!(
+            "odd journal record: {}; not acted on, journal record kept (fix or delete it by hand)",
+            wrong.join("; ")
+        )
+    })
 }
 
 #[cfg(test)]
@@ -461,9 +509,22 @@ mod tests {
         assert_eq!(back.tag_pairs(), [("team".to_string(), "a=b".to_string())]);
     }
 
+    /// Where subnets lie: each in its AZ ID, all in vpc-1.
+    fn sites(list: &[(&str, &str)]) -> BTreeMap<String, Site> {
+        list.iter()
+            .map(|(subnet, az_id)| {
+                let site = Site {
+                    az_id: az_id.to_string(),
+                    vpc: "vpc-1".into(),
+                };
+                (subnet.to_string(), site)
+            })
+            .collect()
+    }
+
     #[test]
     fn recovery_is_a_union_with_what_changed_since() {
-        let existing = BTreeMap::from([("b".to_string(), "use1-az2".to_string())]);
+        let existing = sites(&[("b", "use1-az2")]);
         // Someone added "e" after the evacuation: it stays where it is, "b" comes back after "a".
         let mut rec = record(&["b"]);
         rec.original_subnets = vec!["a".into(), "b".into(), "c".into()];
@@ -547,7 +608,7 @@ mod tests {
 
     #[test]
     fn recovery_leaves_out_deleted_subnets_and_says_so() {
-        let existing = BTreeMap::from([("b".to_string(), "use1-az2".to_string())]);
+        let existing = sites(&[("b", "use1-az2")]);
         let item = recovery(&record(&["b", "gone"]), Some(&asg(&["a"])), &existing, false);
         assert_eq!(item.resulting_subnets, ["a", "b"]);
         assert!(item.notes[0].contains("gone"), "{:?}", item.notes);
@@ -555,11 +616,48 @@ mod tests {
 
     #[test]
     fn recovery_of_a_resource_already_back_only_clears_the_record() {
-        let existing = BTreeMap::from([("b".to_string(), "use1-az2".to_string())]);
+        let existing = sites(&[("b", "use1-az2")]);
         let item = recovery(&record(&["b"]), Some(&asg(&["a", "b"])), &existing, false);
         assert_eq!(item.status, Status::Planned);
         assert!(!item.changes_resource());
         assert_eq!(item.resulting_subnets, ["a", "b"]);
+    }
+
+    /// Issue 31: a use1-az2 record naming a subnet of use1-az3, or of another VPC than the
+    /// resource's, is odd, naming the subnet and where it lies; one naming only subnets of its own
+    /// zone (or deleted ones) is not.
+    #[test]
+    fn a_record_naming_a_subnet_outside_its_zone_or_the_resources_vpc_is_odd() {
+        let mut existing = sites(&[("a", "use1-az1"), ("b", "use1-az2"), ("c", "use1-az3")]);
+        let fine = recovery(&record(&["b", "gone"]), Some(&asg(&["a"])), &existing, false);
+        assert_eq!(fine.placement.vpc.as_deref(), Some("vpc-1"));
+        assert_eq!(odd_record(&fine), None);
+
+        let elsewhere = recovery(&record(&["b", "c"]), Some(&asg(&["a"])), &existing, false);
+        let why = odd_record(&elsewhere).expect("c is in use1-az3");
+        assert!(
+            why.contains("c, which lies in use1-az3, not in the record's zone use1-az2"),
+            "{why}"
+        );
+        assert!(!why.contains(" b,"), "{why}");
+
+        existing.insert(
+            "d".into(),
+            Site {
+                az_id: "use1-az2".into(),
+                vpc: "vpc-2".into(),
+            },
+        );
+        let other_vpc = recovery(&record(&["d"]), Some(&asg(&["a"])), &existing, false);
+        let why = odd_record(&other_vpc).expect("d is in vpc-2");
+        assert!(
+            why.contains("d, which lies in vpc-2, not in vpc-1 where web is"),
+            "{why}"
+        );
+        // Where the resource's VPC is not known (its subnets were not located), the zone still counts.
+        let unknown = recovery(&record(&["d"]), Some(&asg(&["x"])), &existing, false);
+        assert_eq!(unknown.placement.vpc, None);
+        assert_eq!(odd_record(&unknown), None);
     }
 
     #[test]

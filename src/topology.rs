@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use aws_sdk_ec2::types::Filter;
 
+use crate::model::Site;
 use crate::{Error, Result};
 
 /// The region an AZ ID belongs to, from its prefix as AWS forms it: the region's area code, the
@@ -205,12 +206,12 @@ pub async fn subnets_in_zone(ec2: &aws_sdk_ec2::Client, az_id: &str) -> Result<B
     Ok(located.into_keys().collect())
 }
 
-/// The AZ ID of each of these subnets that still exists; a deleted subnet is simply absent.
-/// Batched: one call per 200 subnets, never one per subnet.
+/// Where each of these subnets that still exists lies (AZ ID and VPC); a deleted subnet is simply
+/// absent. Batched: one call per 200 subnets, never one per subnet.
 pub async fn locate_subnets(
     ec2: &aws_sdk_ec2::Client,
     subnet_ids: &BTreeSet<String>,
-) -> Result<BTreeMap<String, String>> {
+) -> Result<BTreeMap<String, Site>> {
     let ids: Vec<String> = subnet_ids.iter().cloned().collect();
     let mut located = BTreeMap::new();
     for chunk in ids.chunks(FILTER_VALUES_PER_CALL) {
@@ -303,16 +304,22 @@ async fn subnets_where(
         .map_err(|e| Error::from_sdk("ec2:DescribeSubnets", e))
 }
 
-/// Each subnet's AZ ID, from [`subnets_where`].
+/// Where each subnet lies, from [`subnets_where`].
 async fn describe_subnets(
     ec2: &aws_sdk_ec2::Client,
     filter: &str,
     values: &[String],
-) -> Result<BTreeMap<String, String>> {
+) -> Result<BTreeMap<String, Site>> {
     Ok(subnets_where(ec2, filter, values)
         .await?
         .into_iter()
-        .filter_map(|s| Some((s.subnet_id?, s.availability_zone_id?)))
+        .filter_map(|s| {
+            let site = Site {
+                az_id: s.availability_zone_id?,
+                vpc: s.vpc_id?,
+            };
+            Some((s.subnet_id?, site))
+        })
         .collect())
 }
 

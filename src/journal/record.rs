@@ -305,6 +305,14 @@ pub(super) fn parse(item: &HashMap<String, AttributeValue>) -> Entry {
         .and_then(|v| v.parse::<u64>().ok())
         .ok_or_else(|| bad("version is missing or not a whole number".into()))?;
     let identity = parse_identity(item).map_err(bad)?;
+    // It goes into a role ARN when recover reaches the record's account: never a malformed one.
+    let account_id = key("account_id");
+    if let Some(account) = account_id.as_deref().filter(|a| !crate::model::is_account_id(a)) {
+        return Err(bad(format!(
+            "account_id {:?} is not a twelve-digit AWS account ID",
+            crate::text::clean(account)
+        )));
+    }
     Ok(Record {
         resource_type,
         removed_subnets,
@@ -319,7 +327,7 @@ pub(super) fn parse(item: &HashMap<String, AttributeValue>) -> Entry {
         azevac_version: key("azevac_version"),
         created_at: key("created_at"),
         updated_at: key("updated_at"),
-        account_id: key("account_id"),
+        account_id,
         identity,
         az_id,
         resource,
@@ -428,6 +436,21 @@ mod tests {
         assert!(parse(&item).is_err());
         item.insert("removed_subnets".into(), AttributeValue::L(vec![n(1)]));
         assert!(parse(&item).is_err());
+    }
+
+    /// Issue 31: an account ID goes into a role ARN; one that is not twelve digits is refused.
+    #[test]
+    fn a_malformed_account_id_is_refused() {
+        let mut item = to_item(&Record {
+            account_id: Some("111111111111".into()),
+            ..record()
+        });
+        assert!(parse(&item).is_ok());
+        for bad in ["12345678901x", "1234567890123", "", " 123456789012"] {
+            item.insert("account_id".into(), s(bad));
+            let err = parse(&item).expect_err(bad).to_string();
+            assert!(err.contains("account_id") && err.contains("twelve-digit"), "{err}");
+        }
     }
 
     #[test]

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::{Acted, Plugin, Scope, Setup, Stage};
 use crate::error::describe;
 use crate::journal::{Guard, Held};
-use crate::model::{Command, Item, Record, Resource, Status};
+use crate::model::{Command, Item, Placement, Record, Resource, Site, Status};
 use crate::plan::{Filters, ALREADY_EVACUATED};
 use crate::{Error, Result};
 
@@ -545,6 +545,24 @@ pub fn recovery(record: &Record, table: Option<&RouteTable>, nats: &Estate, forg
         }
         return item;
     };
+    // The NAT gateways the routes would go back to, where they lie: recover refuses a record that
+    // names one outside its zone or the table's VPC.
+    item.placement = Placement {
+        named: record
+            .actions
+            .iter()
+            .filter_map(|a| parse_action(a, ORIGINAL))
+            .filter_map(|(_, id)| {
+                let nat = nats.nat(id)?;
+                let site = Site {
+                    az_id: nat.az_id.clone()?,
+                    vpc: nat.vpc_id.clone(),
+                };
+                Some((id.to_owned(), site))
+            })
+            .collect(),
+        vpc: Some(table.vpc_id.clone()),
+    };
     let mut set: BTreeMap<Destination, Vec<&str>> = BTreeMap::new();
     for (d, nat) in record.actions.iter().filter_map(|a| parse_action(a, SET)) {
         set.entry(d).or_default().push(nat);
@@ -946,7 +964,7 @@ impl Ec2 {
         let subnets: BTreeSet<String> = nats.iter().map(|n| n.subnet_id.clone()).collect();
         let located = crate::topology::locate_subnets(&self.client, &subnets).await?;
         for nat in nats {
-            nat.az_id = located.get(&nat.subnet_id).cloned();
+            nat.az_id = located.get(&nat.subnet_id).map(|site| site.az_id.clone());
         }
         Ok(())
     }
@@ -1367,6 +1385,38 @@ mod tests {
         let forgotten = recovery(&record(&actions), None, &e, true);
         assert_eq!(forgotten.status, Status::Planned);
         assert!(!forgotten.changes_resource());
+    }
+
+    /// Issue 31: a record whose route went "back" to a NAT gateway outside its zone (or the
+    /// table's VPC) is odd, whatever the live route says; the honest record is not.
+    #[test]
+    fn a_record_naming_a_nat_gateway_outside_its_zone_or_vpc_is_odd() {
+        let v4 = Destination::parse("0.0.0.0/0").expect("v4");
+        let live = table("rtb-1", false, &["a1"], vec![route("0.0.0.0/0", "nat-a4")]);
+        let e = estate(vec![]);
+        let honest = [original_action(&v4, "nat-zone"), set_action(&v4, "nat-a4")];
+        assert_eq!(
+            crate::plan::odd_record(&recovery(&record(&honest), Some(&live), &e, false)),
+            None
+        );
+        for (original, why) in [
+            (
+                "nat-a1",
+                "nat-a1, which lies in use1-az1, not in the record's zone use1-az2",
+            ),
+            ("nat-other-vpc", "nat-other-vpc, which lies in use1-az1"),
+        ] {
+            let odd = [original_action(&v4, original), set_action(&v4, "nat-a4")];
+            let item = recovery(&record(&odd), Some(&live), &e, false);
+            let found = crate::plan::odd_record(&item).expect(original);
+            assert!(found.contains(why), "{found}");
+        }
+        let mut elsewhere = e.clone();
+        elsewhere.nats.push(nat("nat-zone-vpc-2", "vpc-2", ZONE, "public"));
+        let odd = [original_action(&v4, "nat-zone-vpc-2"), set_action(&v4, "nat-a4")];
+        let item = recovery(&record(&odd), Some(&live), &elsewhere, false);
+        let found = crate::plan::odd_record(&item).expect("another VPC");
+        assert!(found.contains("lies in vpc-2, not in vpc-1"), "{found}");
     }
 
     #[test]

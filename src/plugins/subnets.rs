@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use super::{Acted, Demand, Evacuation, Finding, Place, Plugin, Scope, SubnetService};
 use crate::error::describe;
 use crate::journal::{Guard, Held};
-use crate::model::{Command, Item, Plan, Record, Resource, Status};
+use crate::model::{Command, Item, Plan, Record, Resource, Site, Status};
 use crate::plan::{self, Filters};
 use crate::Result;
 
@@ -22,7 +22,7 @@ struct Planned {
     az_id: String,
     zone_subnets: BTreeSet<String>,
     how: Evacuation,
-    existing: BTreeMap<String, String>,
+    existing: BTreeMap<String, Site>,
     forget_missing: bool,
 }
 
@@ -75,7 +75,7 @@ impl<S: SubnetService + 'static> Subnets<S> {
         &self,
         record: &Record,
         current: Option<&Resource>,
-        existing: &BTreeMap<String, String>,
+        existing: &BTreeMap<String, Site>,
         forget_missing: bool,
     ) -> Result<Item> {
         let mut item = plan::recovery(record, current, existing, forget_missing);
@@ -146,12 +146,6 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
     }
 
     async fn plan_recovery(&self, mut records: Vec<Record>, scope: &Scope<'_>) -> Result<Vec<Item>> {
-        let journalled: BTreeSet<String> = records.iter().flat_map(|r| r.removed_subnets.clone()).collect();
-        let existing = if journalled.is_empty() {
-            BTreeMap::new()
-        } else {
-            crate::topology::locate_subnets(&self.ec2, &journalled).await?
-        };
         let ids: Vec<String> = records
             .iter()
             .map(|r| r.resource.clone())
@@ -162,6 +156,19 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
             BTreeMap::new()
         } else {
             self.service.read(&ids).await?
+        };
+        // Where the journalled subnets lie (and whether they still exist), and the resources' own
+        // subnets, whose VPC is theirs: in one batched read, to check each record against its zone.
+        let subnets: BTreeSet<String> = records
+            .iter()
+            .flat_map(|r| r.removed_subnets.iter())
+            .chain(current.values().flat_map(|r| r.subnets.iter()))
+            .cloned()
+            .collect();
+        let existing = if subnets.is_empty() {
+            BTreeMap::new()
+        } else {
+            crate::topology::locate_subnets(&self.ec2, &subnets).await?
         };
         let forget_missing = scope.request.forget_missing;
         // One resource can have records in several zones: each line starts from the previous

@@ -558,3 +558,54 @@ async fn issue_16_the_callers_own_account_is_one_account_however_its_records_wer
     );
     assert!(table_items(&operator).await.is_empty());
 }
+
+/// Issue 31 case 5: a record whose `account_id` is not twelve digits (written by hand, or by a
+/// faulty version) never becomes a role ARN: recover reports it once with what is wrong, assumes
+/// no role, keeps it, puts the caller's own estate back, and exits 1. (Before: it assumed
+/// `arn:aws:iam::12345678901x:role/azevac`.)
+#[tokio::test(flavor = "multi_thread")]
+async fn issue_31_a_record_with_a_malformed_account_id_assumes_no_role() {
+    const BAD: &str = "12345678901x";
+    let moto = Moto::start();
+    let operator = sdk(&moto).await;
+    estate::seed(&operator, &member_estate()).await;
+    let before = snapshot(&operator).await;
+    azevac(&moto, &["evacuate", "--az-id", ZONE, "--yes"]).expect_code(0);
+    use aws_sdk_dynamodb::types::AttributeValue as V;
+    let mut odd = journal_items(&operator)
+        .await
+        .into_iter()
+        .find(|r| attr_s(r, "resource_name") == "web")
+        .expect("web's record");
+    let resource = format!("arn:aws:autoscaling:us-east-1:{BAD}:autoScalingGroup:x:autoScalingGroupName/web");
+    odd.insert("resource".into(), V::S(resource.clone()));
+    odd.insert("account_id".into(), V::S(BAD.into()));
+    aws_sdk_dynamodb::Client::new(&operator)
+        .put_item()
+        .table_name(TABLE)
+        .set_item(Some(odd))
+        .send()
+        .await
+        .expect("PutItem");
+
+    let proxy = proxy::Proxy::start(&moto.endpoint);
+    let run = azevac_at(&proxy.endpoint, &["recover", "--yes", "--output", "json"], &[]).expect_code(1);
+    assert!(
+        !proxy.calls().iter().any(|c| c == "sts:AssumeRole"),
+        "{:?}",
+        proxy.calls()
+    );
+    let problems: Vec<String> = run.json()["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .map(|p| p.as_str().unwrap_or_default().to_owned())
+        .collect();
+    let named: Vec<&String> = problems.iter().filter(|p| p.contains(BAD)).collect();
+    assert_eq!(named.len(), 1, "{problems:?}");
+    assert!(named[0].contains("account_id"), "{}", named[0]);
+    assert_eq!(snapshot(&operator).await, before, "the own estate is back");
+    let left = journal_items(&operator).await;
+    assert_eq!(left.len(), 1, "the odd record is kept");
+    assert_eq!(attr_s(&left[0], "resource"), resource);
+}

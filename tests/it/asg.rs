@@ -298,6 +298,70 @@ async fn status_lists_records_and_reports_malformed_ones() {
     assert!(attr_s(&left[0], "resource").ends_with("/hand"));
 }
 
+/// Issue 31 case 5: a use1-az2 record that lists a use1-az3 subnet as removed (written by hand, or
+/// by a faulty version) is an odd record: recover names the subnet and its zone on the group's
+/// line, leaves the group and the record as they are and exits 1, and still puts the other group
+/// back. (Before: it added the use1-az3 subnet to the group, said done and deleted the record.)
+#[tokio::test]
+async fn issue_31_a_record_naming_another_zones_subnet_is_not_acted_on() {
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    let group = |name: &str| AsgSpec {
+        name: name.into(),
+        vpc: "main".into(),
+        zones: vec!["use1-az1".into(), ZONE.into()],
+        desired: 0,
+        tags: BTreeMap::new(),
+    };
+    let spec = Spec {
+        vpcs: vec![VpcSpec {
+            name: "main".into(),
+            cidr: "10.31.0.0/16".into(),
+            zones: ["use1-az1", ZONE, "use1-az3"].iter().map(|z| z.to_string()).collect(),
+        }],
+        auto_scaling_groups: vec![group("web"), group("api")],
+        ..Spec::default()
+    };
+    let seeded = estate::seed(&sdk, &spec).await;
+    let before = live_groups(&sdk).await;
+    azevac(&moto, &["evacuate", "--az-id", ZONE, "--yes"]).expect_code(0);
+    let evacuated = live_groups(&sdk).await;
+
+    use aws_sdk_dynamodb::types::AttributeValue as V;
+    let elsewhere = seeded.subnet("main", "use1-az3");
+    let mut odd = journal_items(&sdk)
+        .await
+        .into_iter()
+        .find(|i| attr_s(i, "resource_name") == "web")
+        .expect("web's record");
+    odd.insert("removed_subnets".into(), V::L(vec![V::S(elsewhere.clone())]));
+    aws_sdk_dynamodb::Client::new(&sdk)
+        .put_item()
+        .table_name(common::TABLE)
+        .set_item(Some(odd))
+        .send()
+        .await
+        .expect("PutItem");
+
+    let report = azevac(&moto, &["recover", "--az-id", ZONE, "--yes", "--output", "json"])
+        .expect_code(1)
+        .json();
+    let web = common::plan_line(&report, "web");
+    assert_eq!(web["status"], "failed", "{web}");
+    let reason = web["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains(&elsewhere) && reason.contains("use1-az3") && reason.contains("odd"),
+        "{reason}"
+    );
+    assert_eq!(common::plan_line(&report, "api")["status"], "done");
+    let live = live_groups(&sdk).await;
+    assert_eq!(live["web"], evacuated["web"], "web untouched");
+    assert_eq!(live["api"], before["api"], "api put back");
+    let left = journal_items(&sdk).await;
+    assert_eq!(left.len(), 1, "web's record is kept");
+    assert_eq!(attr_list(&left[0], "removed_subnets"), [elsewhere]);
+}
+
 /// Three groups in one VPC: web (3 zones), api (2 zones), solo (the evacuated zone only).
 fn small_estate() -> Spec {
     let group = |name: &str, zones: &[&str], team: &str| AsgSpec {

@@ -6,9 +6,11 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::estate::{self, AsgSpec, EcsSpec, Spec, VpcSpec};
+use common::estate::{self, AsgSpec, EcsSpec, LambdaSpec, Spec, VpcSpec};
 use common::proxy::{FailRule, Fault, Faults, Hold, Proxy};
-use common::{attr_s, azevac, azevac_at, journal_items, live_groups, live_services, Moto, ZONE};
+use common::{
+    attr_s, azevac, azevac_at, journal_items, live_functions, live_groups, live_services, snapshot, Moto, ZONE,
+};
 
 fn zones(list: &[&str]) -> Vec<String> {
     list.iter().map(|z| z.to_string()).collect()
@@ -244,6 +246,23 @@ async fn the_az_id_names_the_region() {
     assert!(proxy.calls().is_empty(), "refused before any call: {:?}", proxy.calls());
 }
 
+/// A recover that could not plan ECS says so, and the journal keeps ECS's record and no other.
+async fn assert_only_ecs_kept(sdk: &aws_config::SdkConfig, recovered: &common::Run) {
+    assert!(
+        recovered
+            .stdout
+            .contains("ecs: could not be planned, so its 1 journal record(s) are kept"),
+        "{}",
+        recovered.stdout
+    );
+    let kept: Vec<String> = journal_items(sdk)
+        .await
+        .iter()
+        .map(|i| attr_s(i, "resource_type"))
+        .collect();
+    assert_eq!(kept, ["ecs"], "ECS's record is kept");
+}
+
 /// One type that cannot be read does not stop the others: evacuate changes the group and reports
 /// ECS (exit 1); recover puts the group back and keeps ECS's record while ECS cannot be read,
 /// then a clean recover finishes. (Before: the whole run stopped at the first type's error.)
@@ -273,23 +292,68 @@ async fn issue_13_one_failing_type_does_not_stop_the_others() {
 
     proxy.set(fail("ecs:DescribeServices", Fault::ServerError));
     let run = azevac_at(&proxy.endpoint, &["recover", "--yes"], &few_tries).expect_code(1);
-    assert!(
-        run.stdout
-            .contains("ecs: could not be planned, so its 1 journal record(s) are kept"),
-        "{}",
-        run.stdout
-    );
+    assert_only_ecs_kept(&sdk, &run).await;
     assert_eq!(live_groups(&sdk).await, before_groups, "the group is back");
-    let kept: Vec<String> = journal_items(&sdk)
-        .await
-        .iter()
-        .map(|i| attr_s(i, "resource_type"))
-        .collect();
-    assert_eq!(kept, ["ecs"], "ECS's record is kept");
 
     proxy.set(Faults::default());
     azevac_at(&proxy.endpoint, &["recover", "--yes"], &few_tries).expect_code(0);
     assert_eq!(live_services(&sdk).await, before_services);
+    assert!(journal_items(&sdk).await.is_empty());
+}
+
+/// Issue 31 case 6: ECS closing every connection unanswered (a dispatch failure, after the
+/// region's first calls were answered) is ECS's problem only. Evacuate moves the group and the
+/// function and reports ECS (exit 1); recover with ECS still dropping puts them back and keeps
+/// ECS's record (exit 1); recover with ECS healthy puts everything back and empties the journal.
+/// (Before: the run stopped with exit 2 and nothing changed, the group and function included.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_31_a_service_that_drops_its_connections_stops_only_its_own_type() {
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    let mut spec = estate("web");
+    spec.lambda_functions.push(LambdaSpec {
+        name: "thumbs".into(),
+        vpc: Some("main".into()),
+        zones: zones(&["use1-az1", ZONE]),
+        published_alias: false,
+        tags: BTreeMap::new(),
+    });
+    estate::seed(&sdk, &spec).await;
+    let before = snapshot(&sdk).await;
+    let proxy = Proxy::start(&moto.endpoint);
+    // The SDK's own setting: two attempts of each dropped call instead of eight (~37 s).
+    let few_tries = [("AWS_MAX_ATTEMPTS", Some("2"))];
+    let ecs_drops = || fail("ecs:*", Fault::Close);
+
+    proxy.set(ecs_drops());
+    let run = azevac_at(&proxy.endpoint, &["evacuate", "--az-id", ZONE, "--yes"], &few_tries).expect_code(1);
+    assert!(
+        run.stdout.contains("problem: ecs: could not be planned") && run.stdout.contains("cannot reach"),
+        "{}",
+        run.stdout
+    );
+    assert!(proxy.injected() > 0, "ECS's connections were dropped");
+    assert_eq!(live_groups(&sdk).await["web"].len(), 1, "the group was evacuated");
+    assert_eq!(
+        live_functions(&sdk).await["thumbs"].0.len(),
+        1,
+        "the function was evacuated"
+    );
+    assert_eq!(live_services(&sdk).await, before.1, "ECS untouched");
+
+    proxy.set(Faults::default());
+    azevac_at(&proxy.endpoint, &["evacuate", "--az-id", ZONE, "--yes"], &few_tries).expect_code(0);
+    assert_eq!(journal_items(&sdk).await.len(), 3);
+
+    proxy.set(ecs_drops());
+    let run = azevac_at(&proxy.endpoint, &["recover", "--yes"], &few_tries).expect_code(1);
+    assert_only_ecs_kept(&sdk, &run).await;
+    assert_eq!(live_groups(&sdk).await, before.0, "the group is back");
+    assert_eq!(live_functions(&sdk).await, before.2, "the function is back");
+
+    proxy.set(Faults::default());
+    azevac_at(&proxy.endpoint, &["recover", "--yes"], &few_tries).expect_code(0);
+    assert_eq!(snapshot(&sdk).await, before, "everything is back");
     assert!(journal_items(&sdk).await.is_empty());
 }
 

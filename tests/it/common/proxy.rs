@@ -39,17 +39,31 @@ pub enum Fault {
     AccessDenied,
     /// Close the connection without an answer.
     Drop,
+    /// Close the connection before any answer, not even a status line: what the SDK sees of an
+    /// endpoint that drops its connections (a dispatch failure, where [`Fault::Drop`]'s empty 502
+    /// is an answer).
+    Close,
 }
 
 /// A call that always fails: matched by its label (`service:Action`) and a substring of its body.
 #[derive(Debug, Clone)]
 pub struct FailRule {
-    /// `autoscaling:UpdateAutoScalingGroup`, `dynamodb:PutItem`...
+    /// `autoscaling:UpdateAutoScalingGroup`, `dynamodb:PutItem`...; `ecs:*`: every call of a service.
     pub label: String,
     /// Only calls whose body contains this (empty: all).
     pub body_contains: String,
     /// What to answer.
     pub fault: Fault,
+}
+
+impl FailRule {
+    /// Whether the rule names this call's label (`service:*` names every call of the service).
+    fn matches(&self, label: &str) -> bool {
+        match self.label.strip_suffix('*') {
+            Some(service) => label.starts_with(service),
+            None => self.label == label,
+        }
+    }
 }
 
 /// What the proxy does to the calls it sees.
@@ -158,9 +172,15 @@ impl Proxy {
                     // does: a call its sender gave up on (a timeout, a process that went away)
                     // still lands, later.
                     async move {
-                        tokio::spawn(async move { handle(state, signal, fake, client, &upstream, req).await })
+                        match tokio::spawn(async move { handle(state, signal, fake, client, &upstream, req).await })
                             .await
-                            .unwrap_or_else(|_| error_response("", Fault::ServerError))
+                        {
+                            Ok(response) => response,
+                            // `Fault::Close` unwinds out of the handler: on out of this one too,
+                            // so that the connection is dropped unanswered.
+                            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                            Err(_) => error_response("", Fault::ServerError),
+                        }
                     }
                 });
                 axum::serve(listener, app).await.expect("serve");
@@ -373,7 +393,7 @@ async fn handle(
                     .faults
                     .rules
                     .iter()
-                    .find(|r| r.label == label && text.contains(&r.body_contains))
+                    .find(|r| r.matches(&label) && text.contains(&r.body_contains))
                     .map(|r| r.fault);
                 let draw = next_random(&mut st.rng);
                 let random = (draw < st.faults.share && !st.faults.random_faults.is_empty()).then(|| {
@@ -400,6 +420,7 @@ async fn handle(
         tokio::time::sleep(latency).await;
     }
     match decision {
+        Decision::Answer(Fault::Close) => close_unanswered(),
         Decision::Answer(fault) => error_response(&service, fault),
         Decision::Forward { kill_after } if arc => {
             let answer = fake.lock().expect("arc").answer(
@@ -576,9 +597,18 @@ fn action_of(headers: &HeaderMap, path: &str, body: &str) -> String {
     path.to_owned()
 }
 
+/// Close the call's connection without a byte of answer. A handler has no hold of its connection:
+/// unwinding out of it ends the task that serves the connection (axum spawns one per connection),
+/// which drops the socket unanswered. `resume_unwind` skips the panic hook, so nothing is printed,
+/// and the proxy's other connections go on.
+fn close_unanswered() -> ! {
+    std::panic::resume_unwind(Box::new("connection closed by the test proxy"))
+}
+
 /// An error in the wire format of the service's protocol, so the SDK parses it as AWS would send it.
 fn error_response(service: &str, fault: Fault) -> Response<Body> {
     let (status, code) = match (fault, service) {
+        (Fault::Close, _) => close_unanswered(),
         (Fault::Drop, _) => {
             // Closing without an answer: an empty 502 is what a dropped upstream looks like to a client.
             return Response::builder()
