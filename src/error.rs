@@ -87,6 +87,11 @@ pub enum Error {
         until: String,
     },
 
+    /// A bug in azevac, not in the input or the environment: reported on its line (exit 1), never
+    /// taken for bad input.
+    #[error("internal: {0} (a bug in azevac; nothing more is done to this resource)")]
+    Internal(String),
+
     /// This run's lock on the resource can no longer be trusted (its renewals failed): nothing more
     /// is sent under it.
     #[error(
@@ -353,4 +358,23 @@ fn is_throttling_code(code: &str) -> bool {
 fn mentions_credentials(chain: &str) -> bool {
     let chain = chain.to_ascii_lowercase();
     chain.contains("credentials") || chain.contains("identity")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bug in azevac fails its line (exit 1); it is never mistaken for bad input (exit 2), and a
+    /// lock that could not be kept is no bad input either.
+    #[test]
+    fn internal_errors_and_lost_leases_exit_1_and_bad_input_2() {
+        assert_eq!(Error::Internal("no planned state".into()).exit_code(), 1);
+        assert_eq!(Error::LeaseLost { resource: "r".into() }.exit_code(), 1);
+        assert_eq!(Error::BadInput("--reason is 1001 characters".into()).exit_code(), 2);
+        let internal = Error::Internal("no cluster for prod/n1".into()).to_string();
+        assert!(
+            internal.starts_with("internal: no cluster") && internal.contains("a bug in azevac"),
+            "{internal}"
+        );
+    }
 }

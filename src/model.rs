@@ -59,8 +59,8 @@ impl Resource {
     /// it (never read with a default).
     pub fn detail_as<T: serde::de::DeserializeOwned>(&self) -> crate::Result<T> {
         serde_json::from_value(self.detail.clone()).map_err(|e| {
-            crate::Error::BadInput(format!(
-                "internal: the {} detail of {} does not parse ({e}); nothing changed",
+            crate::Error::Internal(format!(
+                "the {} detail of {} does not parse ({e}); nothing changed",
                 self.resource_type, self.name
             ))
         })

@@ -911,7 +911,7 @@ impl Databases {
         let target = line
             .target
             .as_ref()
-            .ok_or_else(|| Error::BadInput(format!("internal: no failover planned for {}", line.name)))?;
+            .ok_or_else(|| Error::Internal(format!("no failover planned for {}", line.name)))?;
         let failover: Failover = target.detail_as()?;
         if failover.cache {
             let zones = self.rds.zones().await?;

@@ -651,7 +651,7 @@ impl Nodes {
     fn cluster_of(&self, line: &Item) -> Result<&Cluster> {
         self.clusters
             .get(cluster_of(&line.resource))
-            .ok_or_else(|| Error::BadInput(format!("internal: no cluster for {}", line.resource)))
+            .ok_or_else(|| Error::Internal(format!("no cluster for {}", line.resource)))
     }
 }
 

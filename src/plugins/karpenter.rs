@@ -591,11 +591,11 @@ pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box
 impl NodePools {
     fn cluster(&self, resource: &str) -> Result<(&Cluster, bool, String)> {
         let (cluster, is_pool, name) = parse_resource(resource)
-            .ok_or_else(|| Error::BadInput(format!("internal: {resource} is not a NodePool or a node")))?;
+            .ok_or_else(|| Error::Internal(format!("{resource} is not a NodePool or a node")))?;
         let found = self
             .clusters
             .get(cluster)
-            .ok_or_else(|| Error::BadInput(format!("internal: no cluster for {resource}")))?;
+            .ok_or_else(|| Error::Internal(format!("no cluster for {resource}")))?;
         Ok((found, is_pool, name.to_owned()))
     }
 }
@@ -753,7 +753,7 @@ impl Plugin for NodePools {
         let detail: Detail = line
             .target
             .as_ref()
-            .ok_or_else(|| Error::BadInput(format!("internal: no planned state for {}", line.resource)))?
+            .ok_or_else(|| Error::Internal(format!("no planned state for {}", line.resource)))?
             .detail_as()?;
         // Set by the attempt that wrote: the change computed from that read.
         let made: Mutex<Option<Change>> = Mutex::new(None);

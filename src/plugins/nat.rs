@@ -869,7 +869,7 @@ impl NatRoutes {
         let target = line
             .target
             .as_ref()
-            .ok_or_else(|| Error::BadInput(format!("internal: no route change planned for {}", line.name)))?;
+            .ok_or_else(|| Error::Internal(format!("no route change planned for {}", line.name)))?;
         let repoint: Repoint = target.detail_as()?;
         for change in &repoint.changes {
             self.ec2.replace_route(&repoint.table_id, change).await?;
