@@ -242,6 +242,13 @@ impl Journal {
 /// limit gets a batch of its own); returns the groups' indices per batch. Groups never split, so a
 /// resource's writes (or lines) always travel together.
 pub fn batches(sizes: &[usize], limit: usize) -> Vec<Vec<usize>> {
+    // The engine packs its lines in batches of [`super::BATCH`]: a test may ask for fewer
+    // ([`super::batch_size`]); DynamoDB's transactions keep their own limit.
+    let limit = if limit == super::BATCH {
+        super::batch_size()
+    } else {
+        limit
+    };
     let mut out: Vec<Vec<usize>> = Vec::new();
     let mut size = 0;
     for (i, &n) in sizes.iter().enumerate() {
