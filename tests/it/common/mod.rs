@@ -262,7 +262,8 @@ pub async fn live_services(sdk: &SdkConfig) -> BTreeMap<String, (Vec<String>, Ve
             .send()
             .await
             .expect("Describe");
-        for service in out.services() {
+        // A deleted service is INACTIVE: ECS stops listing it, moto does not.
+        for service in out.services().iter().filter(|s| s.status() != Some("INACTIVE")) {
             let awsvpc = service.network_configuration().and_then(|n| n.awsvpc_configuration());
             let name = format!(
                 "{}/{}",
