@@ -19,9 +19,7 @@ use futures::StreamExt;
 
 use crate::error::describe;
 use crate::interrupt::Interrupt;
-use crate::journal::{
-    batches, Ahead, Audit, Declared, Evacuating, Guard, Held, Journal, Lease, Release, Released, BATCH,
-};
+use crate::journal::{batches, Ahead, Audit, Declared, Evacuating, Guard, Held, Journal, Lease, Release, Released};
 use crate::model::{Command, Item, Plan, Record, Request, Status};
 use crate::plugins::{self, Plugin, Scope, Setup, Stage};
 use crate::stats::Phases;
@@ -620,7 +618,7 @@ impl Run<'_> {
         Some(self.plugin(&item.resource_type)?.stage(command, item))
     }
 
-    /// Carry out the planned lines among `lines`, [`BATCH`] at a time; a resource's lines stay in
+    /// Carry out the planned lines among `lines`, [`crate::journal::batch_size`] at a time; a resource's lines stay in
     /// one batch, in plan order. Each resource type goes through its own batches, side by side with
     /// the others (each service has its own quota), with `--concurrency` changes in flight and up
     /// to [`BATCHES_IN_FLIGHT`] batches; `--concurrency 1` is one change at a time, in plan order.
@@ -1166,7 +1164,7 @@ fn batch_plans(plan: &Plan, lines: &[usize]) -> Vec<(Vec<usize>, Plan, Vec<Vec<u
         groups[g].push(i);
     }
     let sizes: Vec<usize> = groups.iter().map(Vec::len).collect();
-    batches(&sizes, BATCH)
+    batches(&sizes, crate::journal::batch_size())
         .into_iter()
         .map(|batch| {
             let indices: Vec<usize> = batch.iter().flat_map(|&g| groups[g].iter().copied()).collect();

@@ -163,6 +163,10 @@ pub struct Item {
     /// The journal record this line builds on, if any.
     #[serde(skip)]
     pub record: Option<Record>,
+    /// Left for the operator to decide (a record kept for a resource that no longer exists): the run
+    /// is not a success until they do (`--forget-missing`).
+    #[serde(skip)]
+    pub unfinished: bool,
     /// Recover: where what the record names lies now, as the line's kind read it.
     #[serde(skip)]
     pub placement: Placement,
@@ -190,6 +194,7 @@ impl Item {
             headroom: None,
             target: None,
             record: None,
+            unfinished: false,
             placement: Placement::default(),
         }
     }

@@ -213,6 +213,7 @@ pub fn recovery(
             item.reason = Some("resource no longer exists: journal record will be deleted (--forget-missing)".into());
         } else {
             item.status = Status::Skipped;
+            item.unfinished = true;
             item.reason =
                 Some("resource no longer exists: journal record kept (pass --forget-missing to delete it)".into());
         }

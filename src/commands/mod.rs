@@ -274,10 +274,11 @@ pub fn confirm(question: &str, yes: bool) -> Result<bool> {
     Ok(answer.trim().eq_ignore_ascii_case("yes"))
 }
 
-/// Exit code for a finished plan: 1 when a line failed, was left alone for another live run, or a
-/// journal item could not be read (reported, never acted on, and not to be mistaken for success).
+/// Exit code for a finished plan: 1 when a line failed, was left alone for another live run, left a
+/// record for the operator to decide on, or a journal item could not be read (reported, never acted
+/// on, and not to be mistaken for success).
 pub fn exit_code(plan: &Plan) -> i32 {
-    let blocked = plan.items.iter().any(|i| i.blocked_by.is_some());
+    let blocked = plan.items.iter().any(|i| i.blocked_by.is_some() || i.unfinished);
     if plan.count(Status::Failed) > 0 || blocked || !plan.problems.is_empty() {
         EXIT_FAILED
     } else {

@@ -49,6 +49,23 @@ pub const TYPE_ATTR: &str = "resource_type";
 pub const LOCK_PARTITION: &str = "#lock";
 /// Lines journalled per batch: a lock and a record each, within DynamoDB's 100 items a transaction.
 pub const BATCH: usize = commit::TRANSACTION_ITEMS / 2;
+/// For tests only: lines per batch when fewer than [`BATCH`] are wanted, so that a small estate has
+/// several batches in flight (tests/it/conformance.rs kills runs at every call of a few resources
+/// in batches of 3). Read once; clamped to 1..=[`BATCH`]; unset or unreadable: [`BATCH`].
+pub const BATCH_ENV: &str = "AZEVAC_BATCH";
+
+/// Lines journalled per batch in this process: [`BATCH`], or fewer where [`BATCH_ENV`] says so.
+pub fn batch_size() -> usize {
+    static SIZE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *SIZE.get_or_init(|| batch_size_of(std::env::var(BATCH_ENV).ok().as_deref()))
+}
+
+/// The batch size [`BATCH_ENV`]'s value asks for.
+fn batch_size_of(value: Option<&str>) -> usize {
+    value
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .map_or(BATCH, |n| n.clamp(1, BATCH))
+}
 
 /// A journal item as read: a usable record, or the reason it cannot be used.
 pub type Entry = Result<Record, Error>;
@@ -262,5 +279,20 @@ impl Journal {
             .iter()
             .filter_map(parse_lock)
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_31_the_test_batch_size_is_clamped_to_the_real_one() {
+        assert_eq!(batch_size_of(None), BATCH);
+        assert_eq!(batch_size_of(Some("3")), 3);
+        assert_eq!(batch_size_of(Some(" 2 ")), 2);
+        assert_eq!(batch_size_of(Some("0")), 1);
+        assert_eq!(batch_size_of(Some("500")), BATCH);
+        assert_eq!(batch_size_of(Some("many")), BATCH);
     }
 }

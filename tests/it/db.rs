@@ -7,6 +7,7 @@ use crate::common;
 use aws_sdk_rds::Client;
 
 use common::proxy::{Faults, KillWhen, Proxy};
+use common::rds::cluster;
 use common::{
     attr_list, attr_s, azevac, call_number, journal_items, plan_line as line, run_watched, Moto, DB_DRY_RUN,
     DB_EVACUATE,
@@ -14,30 +15,6 @@ use common::{
 
 /// us-east-1c is use1-az2 (the zone evacuated), 1b is use1-az1, 1d is use1-az4 in moto.
 const IN_ZONE: &str = "us-east-1c";
-
-async fn cluster(rds: &Client, id: &str, members: &[(&str, &str, i32, &str)]) {
-    rds.create_db_cluster()
-        .db_cluster_identifier(id)
-        .engine("aurora-postgresql")
-        .master_username("admin")
-        .master_user_password("password-123")
-        .send()
-        .await
-        .expect("CreateDBCluster");
-    // The first instance created is the writer.
-    for (name, az, tier, class) in members {
-        rds.create_db_instance()
-            .db_instance_identifier(*name)
-            .db_cluster_identifier(id)
-            .engine("aurora-postgresql")
-            .db_instance_class(*class)
-            .availability_zone(*az)
-            .promotion_tier(*tier)
-            .send()
-            .await
-            .expect("CreateDBInstance");
-    }
-}
 
 /// `orders`: writer in the zone, readers in two other zones (tier 1 in use1-az4 beats tier 2 in
 /// use1-az1, though that one is larger). `ledger`: its only reader is in the zone too. `reports`: a

@@ -914,3 +914,89 @@ async fn issue_31_ctrl_c_finishes_what_is_in_flight_and_releases_every_lock() {
     problems.extend(watch.recover_all_exactly(&moto, &sdk).await);
     assert_none(&problems);
 }
+
+/// Issue 31: interleavings in which the second run is paused too, not only run to its end. The
+/// first run is parked at each of its journal writes and changes in turn (at the default
+/// concurrency); the second, through a proxy of its own, is then parked at its first change, or at
+/// its second journal transaction (the release of its batch); the first is let go and ends, then the
+/// second. At every pause and at the end no subnet is forgotten and no done record undone; after
+/// `recover` everything is exactly as it was. A second run that never reached its parking point
+/// (it found the first run's locks and left those groups alone) is counted apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_31_interleavings_with_both_runs_paused() {
+    let moto = Moto::start();
+    let (proxy_a, proxy_b) = (Proxy::start(&moto.endpoint), Proxy::start(&moto.endpoint));
+    let sdk = common::sdk(&moto).await;
+    let (first, second) = (EVACUATE_AZ2, EVACUATE_AZ3);
+    let (_, _) = fresh(&moto, &sdk).await;
+    proxy_a.set(Faults::default());
+    common::azevac_at(&proxy_a.endpoint, first, &[]);
+    let calls = proxy_a.requests();
+    let parking: Vec<usize> = (1..=calls.len())
+        .filter(|&k| {
+            let label = calls[k - 1].0.as_str();
+            label == "autoscaling:UpdateAutoScalingGroup" || label == "dynamodb:TransactWriteItems"
+        })
+        .collect();
+    let second_holds = [
+        Hold {
+            label: Some("autoscaling:UpdateAutoScalingGroup".into()),
+            body_contains: String::new(),
+            nth: 1,
+        },
+        Hold {
+            label: Some("dynamodb:TransactWriteItems".into()),
+            body_contains: String::new(),
+            nth: 2,
+        },
+    ];
+    let (mut tried, mut both, mut met_lock) = (0, 0, 0);
+    let mut problems = Vec::new();
+    for &k in &parking {
+        for hold_b in &second_holds {
+            let (_, mut watch) = fresh(&moto, &sdk).await;
+            tried += 1;
+            let at = format!(
+                "first parked at call {k} ({}), second at {:?}",
+                calls[k - 1].0,
+                hold_b.label
+            );
+            proxy_a.set(Faults::default());
+            proxy_a.hold(nth_call(&calls, k));
+            let mut a = Running::start(&proxy_a.endpoint, first);
+            if proxy_a.wait_held(Some(&mut a.child), HOLD_WAIT).is_none() {
+                problems.push(format!("{at}: the first run never reached it"));
+                continue;
+            }
+            proxy_b.set(Faults::default());
+            proxy_b.hold(hold_b.clone());
+            let mut b = Running::start(&proxy_b.endpoint, second);
+            let b_parked = proxy_b.wait_held(Some(&mut b.child), HOLD_WAIT).is_some();
+            if b_parked {
+                both += 1;
+            } else {
+                met_lock += 1;
+            }
+            let mut found = watch.forgotten(&sdk).await;
+            proxy_a.release();
+            if a.finish(RUN_WAIT).is_none() {
+                found.push("the first run did not finish".into());
+            }
+            found.extend(watch.forgotten(&sdk).await);
+            proxy_b.release();
+            if b.finish(RUN_WAIT).is_none() {
+                found.push("the second run did not finish".into());
+            }
+            found.extend(watch.forgotten(&sdk).await);
+            found.extend(watch.undone(&sdk).await);
+            found.extend(watch.recover_all_exactly(&moto, &sdk).await);
+            problems.extend(found.into_iter().map(|p| format!("{at}: {p}")));
+        }
+    }
+    eprintln!(
+        "interleave (both paused): tried {tried}, both runs parked in {both}, the second met the first's lock \
+         before its parking point in {met_lock}"
+    );
+    assert!(both > 0, "no interleaving parked both runs");
+    assert_none(&problems);
+}

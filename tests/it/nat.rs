@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use aws_sdk_ec2::types::{Filter, Tag};
 use aws_sdk_ec2::Client;
 
-use common::estate::{self, NatSpec, RouteTableSpec, Spec, VpcSpec};
+use common::estate::{self, routes, NatSpec, RouteTableSpec, Routes, Spec, VpcSpec};
 use common::proxy::{Faults, KillWhen, Proxy};
 use common::{attr_list, attr_s, azevac, call_number, journal_items, plan_line as line, run_watched, Moto};
 
@@ -30,9 +30,6 @@ const EVACUATE: &[&str] = &[
     "evacuate", "--az-id", "use1-az2", "--type", "nat", "--yes", "--output", "json",
 ];
 const RECOVER: &[&str] = &["recover", "--type", "nat", "--yes", "--output", "json"];
-
-/// Route table name → destination → target, for every named table.
-type Routes = BTreeMap<String, BTreeMap<String, String>>;
 
 fn vpc(name: &str, cidr: &str, zones: &[&str]) -> VpcSpec {
     VpcSpec {
@@ -160,43 +157,6 @@ async fn seed(moto: &Moto) -> Seeder {
     estate::create_routes(&ec2, &main, &[("0.0.0.0/0".into(), nats["edge-zone"].clone())]).await;
     tables.insert("edge-main".into(), main);
     Seeder { ec2, nats, tables }
-}
-
-/// Every named table's routes through a gateway or NAT gateway (the `local` route left out).
-async fn routes(ec2: &Client) -> Routes {
-    let tables: Vec<aws_sdk_ec2::types::RouteTable> = ec2
-        .describe_route_tables()
-        .into_paginator()
-        .items()
-        .send()
-        .try_collect()
-        .await
-        .expect("DescribeRouteTables");
-    let mut out = Routes::new();
-    for table in tables {
-        let Some(name) = table
-            .tags()
-            .iter()
-            .find(|t| t.key() == Some("Name"))
-            .and_then(|t| t.value())
-        else {
-            continue;
-        };
-        let mut routes = BTreeMap::new();
-        for route in table.routes() {
-            let destination = route
-                .destination_cidr_block()
-                .or(route.destination_ipv6_cidr_block())
-                .or(route.destination_prefix_list_id())
-                .unwrap_or("?");
-            let target = route.nat_gateway_id().or(route.gateway_id()).unwrap_or("?");
-            if target != "local" {
-                routes.insert(destination.to_owned(), target.to_owned());
-            }
-        }
-        out.insert(name.to_owned(), routes);
-    }
-    out
 }
 
 /// `routes` with the named tables' destinations `dest` (`*`: all but `local`) now on `nat`.

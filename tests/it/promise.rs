@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use common::kube::{fixture, fixture_items, Cluster, Harness, KillWhen};
+use common::proxy::KillOn;
 use common::{attr_list, attr_s, journal_items, lock_items, Moto, ZONE};
 
 const CLUSTER: &str = "arn:aws:eks:us-east-1:123456789012:cluster/prod";
@@ -68,11 +69,11 @@ async fn issue_31_a_nodepool_changed_before_the_patch_is_widened_first() {
     );
     let setup = Harness::new(CLUSTER, "karpenter", cluster);
     // The first PATCH of `platform` meets the edit (409); the second lands, and the run dies.
-    setup.kube.set_kill_on(
-        "PATCH /apis/karpenter.sh/v1/nodepools/platform",
-        2,
-        KillWhen::AfterForward,
-    );
+    setup.kube.set_kill_on(Some(KillOn {
+        label: "PATCH /apis/karpenter.sh/v1/nodepools/platform".into(),
+        nth: 2,
+        when: KillWhen::AfterForward,
+    }));
     assert_eq!(
         setup.run_watched(&["evacuate", "--az-id", ZONE, "--yes"]),
         None,

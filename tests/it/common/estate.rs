@@ -359,6 +359,46 @@ pub async fn create_route_table(
     id
 }
 
+/// Route table name → destination → target, for every named table.
+pub type Routes = BTreeMap<String, BTreeMap<String, String>>;
+
+/// Every named table's routes through a gateway or NAT gateway (the `local` route left out).
+pub async fn routes(ec2: &aws_sdk_ec2::Client) -> Routes {
+    let tables: Vec<aws_sdk_ec2::types::RouteTable> = ec2
+        .describe_route_tables()
+        .into_paginator()
+        .items()
+        .send()
+        .try_collect()
+        .await
+        .expect("DescribeRouteTables");
+    let mut out = Routes::new();
+    for table in tables {
+        let Some(name) = table
+            .tags()
+            .iter()
+            .find(|t| t.key() == Some("Name"))
+            .and_then(|t| t.value())
+        else {
+            continue;
+        };
+        let mut routes = BTreeMap::new();
+        for route in table.routes() {
+            let destination = route
+                .destination_cidr_block()
+                .or(route.destination_ipv6_cidr_block())
+                .or(route.destination_prefix_list_id())
+                .unwrap_or("?");
+            let target = route.nat_gateway_id().or(route.gateway_id()).unwrap_or("?");
+            if target != "local" {
+                routes.insert(destination.to_owned(), target.to_owned());
+            }
+        }
+        out.insert(name.to_owned(), routes);
+    }
+    out
+}
+
 /// Routes through NAT gateways: destination (an IPv4 or IPv6 CIDR, or a prefix-list ID) → NAT ID.
 pub async fn create_routes(ec2: &aws_sdk_ec2::Client, table: &str, routes: &[(String, String)]) {
     for (destination, nat) in routes {

@@ -25,7 +25,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-pub use super::proxy::KillWhen;
+pub use super::proxy::{KillOn, KillWhen};
 use super::{azevac_at, Moto, Run};
 
 /// A fixture of `fixtures/`, as JSON.
@@ -217,8 +217,8 @@ impl Kind {
 struct Killer {
     /// Kill the watched process at this request number (1-based).
     kill_at: Option<(usize, KillWhen)>,
-    /// Kill it at the nth (1-based) request that is exactly this `METHOD /path`.
-    kill_on: Option<(String, usize, KillWhen)>,
+    /// Kill the watched process at this request, named by `METHOD /path`.
+    kill_on: Option<KillOn>,
     /// Every request since the last [`FakeKube::set_kill_at`], as `METHOD /path`.
     requests: Vec<String>,
     child: Option<Arc<Mutex<Child>>>,
@@ -299,11 +299,11 @@ impl FakeKube {
         killer.killed = false;
     }
 
-    /// Kill the watched process at the `nth` (1-based) request that is exactly `label` (`METHOD
-    /// /path`), and forget the requests seen so far.
-    pub fn set_kill_on(&self, label: &str, nth: usize, when: KillWhen) {
+    /// Kill the watched process at the request `kill_on` names (`None`: never), and forget the
+    /// requests seen so far.
+    pub fn set_kill_on(&self, kill_on: Option<KillOn>) {
         self.set_kill_at(None);
-        self.killer.lock().expect("killer").kill_on = Some((label.to_owned(), nth, when));
+        self.killer.lock().expect("killer").kill_on = kill_on;
     }
 
     /// The process to SIGKILL at the kill point.
@@ -355,12 +355,9 @@ async fn count_and_kill(State(killer): State<Arc<Mutex<Killer>>>, request: Reque
         k.requests
             .push(format!("{} {}", request.method(), request.uri().path()));
         let n = k.requests.len();
-        let label = format!("{} {}", request.method(), request.uri().path());
-        let seen = k.requests.iter().filter(|r| **r == label).count();
-        match (&k.kill_at, &k.kill_on) {
-            (Some((at, when)), _) if *at == n => Some(*when),
-            (_, Some((on, nth, when))) if *on == label && *nth == seen => Some(*when),
-            _ => None,
+        match k.kill_at {
+            Some((at, when)) if at == n => Some(when),
+            _ => k.kill_on.as_ref().and_then(|on| on.hits(&k.requests)),
         }
     };
     let dropped = || {
@@ -530,6 +527,17 @@ fn patch(state: &Mutex<Cluster>, kind: Kind, name: &str, headers: &HeaderMap, bo
             "InternalError",
             "etcdserver: request timed out",
         );
+    }
+    if kind == Kind::Node {
+        // The API server stores and serves a Node's `taints` and `unschedulable` as `omitempty`:
+        // an emptied list and a false flag read back absent, as on a node nobody touched.
+        if let Some(spec) = patched["spec"].as_object_mut() {
+            spec.retain(|field, value| match field.as_str() {
+                "taints" => value.as_array().is_none_or(|t| !t.is_empty()),
+                "unschedulable" => value.as_bool() != Some(false),
+                _ => true,
+            });
+        }
     }
     patched["metadata"]["resourceVersion"] = json!(st.bump());
     if let Some(objects) = st.objects(kind) {

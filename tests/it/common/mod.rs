@@ -119,13 +119,28 @@ pub fn azevac_at(endpoint: &str, args: &[&str], env: &[(&str, Option<&str>)]) ->
 /// Run azevac through the proxy, registered with it so that it can be SIGKILLed at a chosen call;
 /// returns the exit code (`None`: killed).
 pub fn run_watched(proxy: &proxy::Proxy, args: &[&str]) -> Option<i32> {
-    let child = command(&proxy.endpoint, args, &[])
+    let child = spawn_quiet(&proxy.endpoint, args, &[]);
+    proxy.watch(child.clone());
+    wait_watched(&child)
+}
+
+/// Start azevac against `endpoint` (output dropped), shared with whatever watches it to kill it
+/// (the proxy, the fake API server).
+pub fn spawn_quiet(
+    endpoint: &str,
+    args: &[&str],
+    env: &[(&str, Option<&str>)],
+) -> std::sync::Arc<std::sync::Mutex<std::process::Child>> {
+    let child = command(endpoint, args, env)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn azevac");
-    let child = std::sync::Arc::new(std::sync::Mutex::new(child));
-    proxy.watch(child.clone());
+    std::sync::Arc::new(std::sync::Mutex::new(child))
+}
+
+/// Wait for a process started by [`spawn_quiet`]: its exit code (`None`: killed).
+pub fn wait_watched(child: &std::sync::Mutex<std::process::Child>) -> Option<i32> {
     loop {
         if let Some(status) = child.lock().expect("child").try_wait().expect("wait") {
             return status.code();
@@ -252,7 +267,8 @@ pub async fn live_services(sdk: &SdkConfig) -> BTreeMap<String, (Vec<String>, Ve
             .send()
             .await
             .expect("Describe");
-        for service in out.services() {
+        // A deleted service is INACTIVE: ECS stops listing it, moto does not.
+        for service in out.services().iter().filter(|s| s.status() != Some("INACTIVE")) {
             let awsvpc = service.network_configuration().and_then(|n| n.awsvpc_configuration());
             let name = format!(
                 "{}/{}",

@@ -26,6 +26,28 @@ pub enum KillWhen {
     AfterForward,
 }
 
+/// A kill point named by the call rather than its number: the `nth` (1-based) call whose label
+/// starts with `label` (`service:Action` here, `METHOD /path` at the fake API server). Calls that
+/// run side by side arrive in an order that varies from run to run; their labels do not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KillOn {
+    /// The label's beginning: `dynamodb:TransactWriteItems`, `PATCH /api/v1/nodes/`...
+    pub label: String,
+    /// Which of the matching calls (1-based).
+    pub nth: usize,
+    /// Before or after it takes effect.
+    pub when: KillWhen,
+}
+
+impl KillOn {
+    /// When to kill, if the last call of `log` (the one arriving) is the kill point.
+    pub fn hits(&self, log: &[String]) -> Option<KillWhen> {
+        let last = log.last()?;
+        let seen = log.iter().filter(|c| c.starts_with(&self.label)).count();
+        (last.starts_with(&self.label) && seen == self.nth).then_some(self.when)
+    }
+}
+
 /// An error to answer instead of forwarding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
@@ -79,6 +101,8 @@ pub struct Faults {
     pub latency: Duration,
     /// Kill the registered process at this call number (1-based).
     pub kill_at: Option<(usize, KillWhen)>,
+    /// Kill the registered process at this call, named by its label.
+    pub kill_on: Option<KillOn>,
 }
 
 /// One call to park before it is forwarded, until [`Proxy::release`]; every other call (of the same
@@ -379,8 +403,12 @@ async fn handle(
         let n = st.calls.len();
         let held = park(&mut st, &label, &text);
         let latency = st.faults.latency;
-        let decision = match st.faults.kill_at {
-            Some((at, when)) if at == n => {
+        let kill_point = match st.faults.kill_at {
+            Some((at, when)) if at == n => Some(when),
+            _ => st.faults.kill_on.as_ref().and_then(|k| k.hits(&st.calls)),
+        };
+        let decision = match kill_point {
+            Some(when) => {
                 if when == KillWhen::BeforeForward {
                     kill(&mut st);
                     Decision::Answer(Fault::Drop)

@@ -126,3 +126,28 @@ impl FakeRds {
         out
     }
 }
+
+/// An Aurora PostgreSQL cluster `id` with these members (name, zone name, promotion tier, class);
+/// the first is the writer.
+pub async fn cluster(rds: &aws_sdk_rds::Client, id: &str, members: &[(&str, &str, i32, &str)]) {
+    rds.create_db_cluster()
+        .db_cluster_identifier(id)
+        .engine("aurora-postgresql")
+        .master_username("admin")
+        .master_user_password("password-123")
+        .send()
+        .await
+        .expect("CreateDBCluster");
+    for (name, az, tier, class) in members {
+        rds.create_db_instance()
+            .db_instance_identifier(*name)
+            .db_cluster_identifier(id)
+            .engine("aurora-postgresql")
+            .db_instance_class(*class)
+            .availability_zone(*az)
+            .promotion_tier(*tier)
+            .send()
+            .await
+            .expect("CreateDBInstance");
+    }
+}
