@@ -209,14 +209,7 @@ pub fn recovery(
         )
     };
     let Some(current) = current else {
-        if forget_missing {
-            item.reason = Some("resource no longer exists: journal record will be deleted (--forget-missing)".into());
-        } else {
-            item.status = Status::Skipped;
-            item.unfinished = true;
-            item.reason =
-                Some("resource no longer exists: journal record kept (pass --forget-missing to delete it)".into());
-        }
+        missing(&mut item, "resource", forget_missing);
         return item;
     };
     let (restorable, gone): (Vec<String>, Vec<String>) = record
@@ -288,6 +281,23 @@ pub fn put_back(current: &[String], restored: &[String], original: &[String]) ->
         result[slot] = subnet;
     }
     result
+}
+
+/// A recovery line whose `what` no longer exists: with `--forget-missing` its record goes (the line
+/// is carried out as a no-op); otherwise it is kept, and the run is not a success until the operator
+/// decides (one rule for every kind whose change outlives the object).
+pub fn missing(item: &mut Item, what: &str, forget_missing: bool) {
+    if forget_missing {
+        item.reason = Some(format!(
+            "{what} no longer exists: journal record will be deleted (--forget-missing)"
+        ));
+    } else {
+        item.status = Status::Skipped;
+        item.unfinished = true;
+        item.reason = Some(format!(
+            "{what} no longer exists: journal record kept (pass --forget-missing to delete it)"
+        ));
+    }
 }
 
 /// Why a recovery line's journal record cannot be trusted, if it cannot: something it names lies

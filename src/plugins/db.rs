@@ -526,12 +526,7 @@ pub fn recovery(record: &Record, db: Option<&Database>, failback: bool, forget_m
         ..Item::new(TYPE, &record.resource, name, &record.az_id)
     };
     let Some(db) = db else {
-        if forget_missing {
-            item.reason = Some("no longer exists: journal record will be deleted (--forget-missing)".into());
-        } else {
-            item.status = Status::Skipped;
-            item.reason = Some("no longer exists: journal record kept (pass --forget-missing to delete it)".into());
-        }
+        crate::plan::missing(&mut item, name, forget_missing);
         return item;
     };
     let (now, now_az) = db.writer_az();

@@ -535,14 +535,7 @@ pub fn recovery(record: &Record, table: Option<&RouteTable>, nats: &Estate, forg
         ..Item::new(TYPE, &record.resource, name, &record.az_id)
     };
     let Some(table) = table else {
-        if forget_missing {
-            item.reason =
-                Some("route table no longer exists: journal record will be deleted (--forget-missing)".into());
-        } else {
-            item.status = Status::Skipped;
-            item.reason =
-                Some("route table no longer exists: journal record kept (pass --forget-missing to delete it)".into());
-        }
+        crate::plan::missing(&mut item, "route table", forget_missing);
         return item;
     };
     // The NAT gateways the routes would go back to, where they lie: recover refuses a record that
