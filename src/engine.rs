@@ -512,6 +512,20 @@ impl Prepared {
             }
         }
         drop(heartbeat);
+        if let Some(quiet) = lease.quiet_after() {
+            // A change given up in flight may still land until then; gone sooner, this process's
+            // locks would be taken over at once by the next run on this host, which would trust a
+            // read that change can still overtake.
+            let wait = quiet.saturating_duration_since(Instant::now());
+            if !wait.is_zero() {
+                crate::say!(
+                    "azevac: a change given up in flight may still land: waiting {}s before exiting, so that no \
+                     other run trusts a read before then (interrupt again to stop now)",
+                    wait.as_secs()
+                );
+                tokio::time::sleep(wait).await;
+            }
+        }
         self.phases.end("verify");
         timeline.end(&self.plan);
         (self.plan, self.phases)
@@ -716,7 +730,10 @@ impl Run<'_> {
         }
         let mut lines = self.acquire(plan, command, &indices).await;
         let turn = Turn::take(pipeline, number).await;
-        self.refresh(plan, command, &mut lines).await;
+        // Interrupted meanwhile: no read (the acts below start nothing, and the locks go).
+        if !self.settings.interrupt.requested() {
+            self.refresh(plan, command, &mut lines).await;
+        }
         let read_at = Instant::now();
         // Act: groups (resources) at once up to the concurrency, a resource's lines in order.
         let mut by_index: BTreeMap<usize, Line> = lines.into_iter().map(|l| (l.index, l)).collect();

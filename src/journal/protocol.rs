@@ -42,6 +42,8 @@ pub struct Lease {
     in_flight: Duration,
     /// Lock key → the instant the lease runs out by this machine's monotonic clock.
     held: Mutex<BTreeMap<String, Instant>>,
+    /// Until when a change this run gave up in flight may still land (the latest of them).
+    quiet: Mutex<Option<Instant>>,
 }
 
 impl Lease {
@@ -54,6 +56,7 @@ impl Lease {
             duration,
             in_flight,
             held: Mutex::new(BTreeMap::new()),
+            quiet: Mutex::new(None),
         })
     }
 
@@ -95,6 +98,23 @@ impl Lease {
     /// Stop renewing `key`, and say until when it was held (to hold it again if its release fails).
     fn take_key(&self, key: &str) -> Option<Instant> {
         self.lock().remove(key)
+    }
+
+    /// Stop renewing `key`, whose change was given up in flight: until its lease's end plus the
+    /// longest call, that change may still land.
+    fn abandon(&self, key: &str) {
+        if let Some(until) = self.take_key(key) {
+            let quiet = until + self.in_flight;
+            let mut latest = self.quiet.lock().unwrap_or_else(|e| e.into_inner());
+            *latest = Some(latest.map_or(quiet, |q| q.max(quiet)));
+        }
+    }
+
+    /// Until when a change this run gave up in flight may still land, if it gave one up. The run
+    /// stays until then: a process of this host seen gone has its locks taken over at once, so it
+    /// must not be gone while a call of it can still land.
+    pub fn quiet_after(&self) -> Option<Instant> {
+        *self.quiet.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn keys(&self) -> Vec<String> {
@@ -393,6 +413,7 @@ impl<'a> Guard<'a> {
     /// lease: its record already says what is undone. Refused (nothing may be sent) when the lease
     /// is no longer safe to act under or the widening cannot be written.
     pub async fn cover(&self, removed: &[String], actions: &[String]) -> Result<()> {
+        let (wanted_removed, wanted_actions) = (removed, actions);
         let (key, record, recovering) = {
             let held = self.held();
             (
@@ -407,12 +428,6 @@ impl<'a> Guard<'a> {
         if recovering {
             return Ok(());
         }
-        {
-            let mut declared = self.declared.lock().unwrap_or_else(|e| e.into_inner());
-            let declared = declared.get_or_insert_with(Declared::default);
-            declared.removed = union(&declared.removed, removed);
-            declared.actions = union(&declared.actions, actions);
-        }
         let missing = |want: &[String], have: &[String]| -> Vec<String> {
             want.iter().filter(|w| !have.contains(w)).cloned().collect()
         };
@@ -420,13 +435,17 @@ impl<'a> Guard<'a> {
             missing(removed, &record.removed_subnets),
             missing(actions, &record.actions),
         );
-        if removed.is_empty() && actions.is_empty() {
-            return Ok(());
+        if !(removed.is_empty() && actions.is_empty()) {
+            let widened = self.journal.widen_record(&record, &removed, &actions).await?;
+            if let Held::Evacuation(Evacuating(line)) = &mut *self.held() {
+                line.record = widened;
+            }
         }
-        let widened = self.journal.widen_record(&record, &removed, &actions).await?;
-        if let Held::Evacuation(Evacuating(line)) = &mut *self.held() {
-            line.record = widened;
-        }
+        // Declared only once journalled: a step whose write-ahead failed is never sent.
+        let mut declared = self.declared.lock().unwrap_or_else(|e| e.into_inner());
+        let declared = declared.get_or_insert_with(Declared::default);
+        declared.removed = union(&declared.removed, wanted_removed);
+        declared.actions = union(&declared.actions, wanted_actions);
         Ok(())
     }
 
@@ -694,7 +713,7 @@ impl Journal {
             return self.release_all(lines, lease).await;
         }
         for key in &abandoned {
-            lease.drop_key(key);
+            lease.abandon(key);
         }
         let (left, released): (Vec<_>, Vec<_>) = lines
             .into_iter()
@@ -922,6 +941,11 @@ fn release_write(held: &HeldLine, outcome: &Outcome, now: &str) -> (Option<Write
                 true => actions.clone(),
                 false => union(prior.map_or(&[][..], |p| &p.actions), actions),
             };
+            if removed.is_empty() && actions.is_empty() {
+                // Done, but nothing of it was azevac's (the change was there already): a record
+                // with nothing in it would be refused as damaged, so the intent is rolled back.
+                return release_write(held, &Outcome::RolledBack, now);
+            }
             let (write, done) = finish_write(
                 &Record {
                     removed_subnets: removed,
@@ -950,7 +974,8 @@ fn release_write(held: &HeldLine, outcome: &Outcome, now: &str) -> (Option<Write
 /// recover never undoes what azevac did not do (an operator's own cordon made in between).
 fn narrow(held: &HeldLine, done: &Declared) -> (Option<Write>, Option<Record>) {
     let record = &held.record;
-    let prior = held.prior.as_ref();
+    // An earlier record about an object since replaced under the same name is not this one's.
+    let prior = held.prior.as_ref().filter(|p| p.is_about(record.identity.as_ref()));
     let removed = union(prior.map_or(&[][..], |p| &p.removed_subnets), &done.removed);
     let actions = union(prior.map_or(&[][..], |p| &p.actions), &done.actions);
     // Kept in the record's own order (the intent's), so that a record left as it was is not rewritten.
@@ -1095,6 +1120,51 @@ mod tests {
         };
         let done = release_write(&shift, &replaced, "now").1.expect("done");
         assert_eq!(done.actions, ["zonal-shift:NEW"], "the record names the shift in force");
+    }
+
+    /// A done mark with nothing of azevac's in it (the change was there already) would be refused
+    /// as damaged when read: the intent is rolled back instead.
+    #[test]
+    fn an_empty_done_mark_rolls_the_intent_back() {
+        let h = held(record(&[], &["step"], 1), None);
+        let nothing = Outcome::Evacuated {
+            removed: vec![],
+            actions: vec![],
+            replace_actions: false,
+        };
+        let (write, left) = release_write(&h, &nothing, "now");
+        assert!(write.is_some() && left.is_none(), "the intent is deleted");
+    }
+
+    /// A failed line of a replaced node does not write the old node's record back under the new
+    /// node's intent: the earlier record is about another object.
+    #[test]
+    fn a_failed_line_ignores_the_record_of_a_replaced_object() {
+        let identity = |uid: &str| {
+            Some(crate::model::Identity {
+                uid: uid.into(),
+                instance_id: None,
+            })
+        };
+        let mut prior = record(&[], &["taint:x"], 3);
+        prior.identity = identity("old");
+        let mut intent = record(&[], &["taint:x", "cordon"], 4);
+        intent.identity = identity("new");
+        let h = held(intent, Some(prior));
+        let taint_only = Declared {
+            removed: vec![],
+            actions: strings(&["taint:x"]),
+        };
+        let kept = release_write(&h, &Outcome::Narrowed(taint_only), "now")
+            .1
+            .expect("kept");
+        assert_eq!(kept.actions, ["taint:x"]);
+        assert_eq!(
+            kept.identity,
+            identity("new"),
+            "the new node's record, not the old one's"
+        );
+        assert_eq!(kept.version, 5);
     }
 
     #[test]

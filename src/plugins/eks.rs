@@ -135,6 +135,9 @@ where
     F: Fn(&K) -> Option<(serde_json::Value, Vec<String>)>,
 {
     let (read, write) = operations;
+    // Nothing declared yet: an act that fails before its first write did nothing (and the lease is
+    // checked before the first read).
+    held.cover(&[], &[]).await?;
     for _ in 0..CONFLICT_TRIES {
         let object = api.get(name).await.map_err(|e| kube_err(read, e))?;
         // The resourceVersion in the patch keeps a replacement after this read from being written.
@@ -474,13 +477,16 @@ impl Cluster {
         };
         let want_taint = options.mode != Mode::Drain;
         let want_cordon = options.mode != Mode::Noexecute;
-        // Set by the attempt that wrote: whether that write is what cordoned the node.
+        // Set by the attempt that wrote: whether that write is what tainted and cordoned the node
+        // (what was there before is an earlier run's, in its record, or not azevac's at all).
+        let tainting = std::sync::atomic::AtomicBool::new(false);
         let cordoning = std::sync::atomic::AtomicBool::new(false);
         let updated = self
             .update_node(node, record.identity.as_ref(), held, |n| {
                 let mut taints = n.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
                 let add_taint = want_taint && !taints.iter().any(|t| t.key == TAINT_KEY);
                 let cordon = want_cordon && is_schedulable(n);
+                tainting.store(add_taint, std::sync::atomic::Ordering::Relaxed);
                 cordoning.store(cordon, std::sync::atomic::Ordering::Relaxed);
                 if !add_taint && !cordon {
                     return None;
@@ -514,7 +520,7 @@ impl Cluster {
             });
         }
         let mut actions = Vec::new();
-        if want_taint {
+        if tainting.load(std::sync::atomic::Ordering::Relaxed) {
             actions.push(taint_action(az_id, effect));
         }
         if cordoning.load(std::sync::atomic::Ordering::Relaxed) && !is_schedulable(&node_now) {
