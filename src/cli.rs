@@ -88,6 +88,53 @@ pub struct Global {
 
 pub use crate::model::Output;
 
+/// The whole command line: these definitions, and each kind's own flags on the commands that
+/// take them (a kind declares its flags; nothing here names them).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let mut command = Cli::command();
+    for (name, which) in [
+        ("evacuate", crate::model::Command::Evacuate),
+        ("recover", crate::model::Command::Recover),
+    ] {
+        command = command.mut_subcommand(name, |sub| {
+            crate::plugins::flags()
+                .into_iter()
+                .fold(sub, |sub, flags| (flags.add)(sub, which))
+        });
+    }
+    command
+}
+
+/// Parse a command line, the kinds' flags included.
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::FromArgMatches;
+    let matches = command().try_get_matches_from(args)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    let read = |sub: &clap::ArgMatches, which| {
+        let mut options = crate::plugins::Options::new();
+        for flags in crate::plugins::flags() {
+            options.extend((flags.read)(sub, which));
+        }
+        options
+    };
+    match (&mut cli.command, matches.subcommand()) {
+        (Command::Evacuate(args), Some((_, sub))) => args.options = read(sub, crate::model::Command::Evacuate),
+        (Command::Recover(args), Some((_, sub))) => args.options = read(sub, crate::model::Command::Recover),
+        _ => {}
+    }
+    Ok(cli)
+}
+
+/// Parse this process's command line, or print clap's message and exit as clap does.
+pub fn parse() -> Cli {
+    parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
+}
+
 impl Command {
     /// The AZ ID the command names, if any: it also says which region the command is about.
     pub fn az_id(&self) -> Option<&str> {
@@ -302,6 +349,9 @@ pub struct Evacuate {
     /// (at most --wait-timeout per group). `recover` resumes what azevac suspended.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub pace: Option<u32>,
+    /// The kinds' own flags, as given (filled in by [`parse_from`]).
+    #[arg(skip)]
+    pub options: crate::plugins::Options,
 }
 
 /// `--expires-in`, shared by the commands that start zonal shifts.
@@ -363,6 +413,7 @@ impl Evacuate {
             wait_timeout_seconds: Some(self.wait.wait_timeout.as_secs()),
             failback: false,
             fleet: self.accounts.fleet(),
+            options: self.options.clone(),
         }
     }
 }
@@ -377,6 +428,7 @@ impl Recover {
             wait_timeout_seconds: Some(self.wait.wait_timeout.as_secs()),
             failback: self.failback,
             fleet: self.accounts.fleet(),
+            options: self.options.clone(),
             ..Request::default()
         }
     }
@@ -488,6 +540,9 @@ pub struct Recover {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub kube: KubeAccess,
+    /// The kinds' own flags, as given (filled in by [`parse_from`]).
+    #[arg(skip)]
+    pub options: crate::plugins::Options,
 }
 
 /// `azevac apply`.
@@ -561,20 +616,21 @@ fn parse_tag(text: &str) -> Result<(String, String), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn the_cli_is_well_formed() {
-        Cli::command().debug_assert();
+        command().debug_assert();
     }
 
     /// `--help` as an operator sees it (issue 7); a changed flag shows up in review.
     #[test]
     fn help_text() {
-        let mut command = Cli::command().term_width(100);
+        let mut command = command().term_width(100);
         insta::assert_snapshot!("help", command.render_help().to_string());
         let evacuate = command.find_subcommand_mut("evacuate").expect("evacuate");
         insta::assert_snapshot!("evacuate_help", evacuate.render_help().to_string());
+        let recover = command.find_subcommand_mut("recover").expect("recover");
+        insta::assert_snapshot!("recover_help", recover.render_help().to_string());
     }
 
     #[test]

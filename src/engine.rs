@@ -377,6 +377,9 @@ pub fn validate(request: &Request) -> Result<()> {
         )));
     }
     crate::accounts::validate(&request.fleet, &request.types)?;
+    for flags in plugins::flags() {
+        (flags.validate)(request)?;
+    }
     if request.pace == Some(0) {
         return Err(Error::BadInput("pace must be at least 1 instance at a time".into()));
     }
@@ -818,7 +821,7 @@ impl Run<'_> {
                         az_id: &item.az_id,
                         resource,
                         removed: item.removed_subnets.as_deref().unwrap_or_default(),
-                        actions: item.actions.as_deref().unwrap_or_default(),
+                        actions: &item.steps,
                         existing: item.record.as_ref(),
                     }),
                     Command::Recover => item.record.as_ref().map(|record| Ahead::Recover { record }),
@@ -930,11 +933,14 @@ impl Run<'_> {
         if item.status != Status::Planned {
             return;
         }
-        let missing = |want: &Option<Vec<String>>, have: &[String]| -> Vec<String> {
-            want.iter().flatten().filter(|s| !have.contains(s)).cloned().collect()
+        let missing = |want: &[String], have: &[String]| -> Vec<String> {
+            want.iter().filter(|s| !have.contains(s)).cloned().collect()
         };
-        let removed = missing(&item.removed_subnets, &held.record().removed_subnets);
-        let actions = missing(&item.actions, &held.record().actions);
+        let removed = missing(
+            item.removed_subnets.as_deref().unwrap_or_default(),
+            &held.record().removed_subnets,
+        );
+        let actions = missing(&item.steps, &held.record().actions);
         if removed.is_empty() && actions.is_empty() {
             return;
         }
@@ -1027,10 +1033,7 @@ impl Run<'_> {
             }
             (Held::Evacuation(mut held), Bounded::Ended(Ok(acted))) => {
                 item.done();
-                let actions = acted
-                    .actions
-                    .clone()
-                    .unwrap_or_else(|| item.actions.clone().unwrap_or_default());
+                let actions = acted.actions.clone().unwrap_or_else(|| item.steps.clone());
                 let removed = item.removed_subnets.clone().unwrap_or_default();
                 if !acted.replace_actions {
                     self.cover_after(item, &mut held, &removed, &actions).await;
@@ -1048,7 +1051,7 @@ impl Run<'_> {
                 // that declares nothing) the change computed from the fresh read.
                 let done = declared.unwrap_or_else(|| Declared {
                     removed: item.removed_subnets.clone().unwrap_or_default(),
-                    actions: item.actions.clone().unwrap_or_default(),
+                    actions: item.steps.clone(),
                 });
                 let taken = match done.removed.join(", ") {
                     taken if taken.is_empty() => String::new(),

@@ -4,6 +4,7 @@
 //! reachable from here so that the integration tests and the demo seeder drive the same code.
 
 pub mod accounts;
+pub mod action;
 pub mod aws;
 pub mod check;
 pub mod cli;

@@ -2,14 +2,11 @@
 
 use std::io::IsTerminal;
 
-use clap::Parser;
-
-use azevac::cli::Cli;
 use azevac::commands;
 
 #[tokio::main]
 async fn main() {
-    let cli = Cli::parse();
+    let cli = azevac::cli::parse();
     azevac::events::init(cli.global.log_format);
     init_logging(cli.global.verbose);
     let code = match commands::run(&cli).await {

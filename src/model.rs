@@ -132,9 +132,14 @@ pub struct Item {
     /// Subnets put back (recover).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored_subnets: Option<Vec<String>>,
-    /// What is done to the resource besides subnets (Kubernetes nodes: taint, cordon; recover: untaint...).
+    /// What is done to the resource besides subnets, in the operator's words (Kubernetes nodes:
+    /// taint, cordon; recover: untaint...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actions: Option<Vec<String>>,
+    /// Evacuate: the same actions as the journal stores them (the kind's typed actions, encoded by
+    /// [`crate::action::encode`]), written ahead before the line is carried out.
+    #[serde(skip)]
+    pub steps: Vec<String>,
     /// The resource's subnets once the line is carried out.
     pub resulting_subnets: Vec<String>,
     /// Where the line stands.
@@ -185,6 +190,7 @@ impl Item {
             removed_subnets: None,
             restored_subnets: None,
             actions: None,
+            steps: Vec::new(),
             resulting_subnets: Vec::new(),
             status: Status::Planned,
             reason: None,
@@ -205,6 +211,18 @@ impl Item {
             && [&self.removed_subnets, &self.restored_subnets, &self.actions]
                 .iter()
                 .any(|change| change.as_ref().is_some_and(|c| !c.is_empty()))
+    }
+
+    /// The actions this line takes: in the operator's words for the plan, encoded for the journal.
+    pub fn take_actions<A: crate::action::Action>(&mut self, actions: &[A]) {
+        self.actions = Some(crate::action::describe(actions));
+        self.steps = crate::action::encode(actions);
+    }
+
+    /// Leave the resource alone, saying why (shown as "skipped: reason").
+    pub fn skip(&mut self, reason: impl Into<String>) {
+        self.status = Status::Skipped;
+        self.reason = Some(reason.into());
     }
 
     /// Mark the line done.
@@ -463,6 +481,10 @@ pub struct Request {
     /// `--accounts` and how to reach them: a saved plan re-plans every account it named.
     #[serde(default, skip_serializing_if = "Fleet::is_empty")]
     pub fleet: Fleet,
+    /// Each kind's own options (`--pace`, `--failback`...), by the JSON key the kind declares: kept
+    /// beside the others in a saved plan, read by the kind ([`Request::options_as`]).
+    #[serde(flatten)]
+    pub options: serde_json::Map<String, serde_json::Value>,
 }
 
 /// The accounts a run fans out to (`--accounts`, `--ou`, `--exclude-account`) and the role it
@@ -500,6 +522,13 @@ impl Request {
     /// Whether `--type` names this type (an empty `--type` means every type).
     pub fn names(&self, resource_type: &str) -> bool {
         self.types.iter().any(|t| t == resource_type)
+    }
+
+    /// A kind's options as its own type (serde; fields it does not name are other kinds'). A value
+    /// of the wrong shape (a hand-edited plan file) is bad input, never read as a default.
+    pub fn options_as<T: serde::de::DeserializeOwned>(&self) -> crate::Result<T> {
+        serde_json::from_value(serde_json::Value::Object(self.options.clone()))
+            .map_err(|e| crate::Error::BadInput(format!("request option: {e}")))
     }
 
     /// The `--tag` filters as key/value pairs.

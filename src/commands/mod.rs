@@ -291,12 +291,12 @@ pub async fn run(cli: &cli::Cli) -> Result<i32> {
     // Commands about azevac itself need no AWS connection.
     match &cli.command {
         cli::Command::Completions { shell } => {
-            let mut command = <cli::Cli as clap::CommandFactory>::command();
+            let mut command = cli::command();
             clap_complete::generate(*shell, &mut command, "azevac", &mut std::io::stdout());
             return Ok(EXIT_OK);
         }
         cli::Command::Man => {
-            let page = clap_mangen::Man::new(<cli::Cli as clap::CommandFactory>::command());
+            let page = clap_mangen::Man::new(cli::command());
             page.render(&mut std::io::stdout())
                 .map_err(|e| Error::BadInput(format!("cannot write the man page: {e}")))?;
             return Ok(EXIT_OK);

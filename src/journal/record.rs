@@ -224,6 +224,7 @@ pub(super) fn to_item(record: &Record) -> HashMap<String, AttributeValue> {
         ("version".to_owned(), n(record.version)),
         ("original_subnets".to_owned(), list(&record.original_subnets)),
         ("actions".to_owned(), list(&record.actions)),
+        (FORMAT_ATTR.to_owned(), n(crate::action::FORMAT)),
     ]);
     let optional = [
         ("resource_name", &record.resource_name),
@@ -245,6 +246,10 @@ pub(super) fn to_item(record: &Record) -> HashMap<String, AttributeValue> {
     }
     item
 }
+
+/// The attribute that says which journal format wrote the record ([`crate::action::FORMAT`];
+/// absent: format 1). A reader refuses a format newer than its own instead of misreading it.
+pub(super) const FORMAT_ATTR: &str = "format";
 
 /// The attribute that holds a record's [`Identity`]: a map of `uid` and, for a node, `instance_id`.
 const IDENTITY: &str = "identity";
@@ -286,6 +291,22 @@ pub(super) fn parse(item: &HashMap<String, AttributeValue>) -> Entry {
     };
     if az_id == "?" || resource == "?" {
         return Err(bad(format!("{PK} and {SK} must both be strings")));
+    }
+    // Before anything else: a newer format may mean anything below differently.
+    match item
+        .get(FORMAT_ATTR)
+        .map(|v| v.as_n().ok().and_then(|n| n.parse::<u64>().ok()))
+    {
+        None => {}
+        Some(Some(format)) if format <= crate::action::FORMAT => {}
+        Some(Some(format)) => {
+            return Err(bad(format!(
+                "written in journal format {format} by a newer azevac; this one reads format {} at most: \
+                 upgrade azevac to recover it",
+                crate::action::FORMAT
+            )))
+        }
+        Some(None) => return Err(bad(format!("{FORMAT_ATTR} is not a whole number"))),
     }
     let resource_type = key(TYPE_ATTR).ok_or_else(|| bad(format!("{TYPE_ATTR} is missing or not a string")))?;
     let removed_subnets = string_list(item, "removed_subnets")
@@ -397,6 +418,21 @@ mod tests {
             };
             assert_eq!(parse(&to_item(&node)).expect("valid record"), node);
         }
+    }
+
+    /// Issue 32: a record of a newer journal format is refused, never misread; one without the
+    /// attribute is format 1 and read as before.
+    #[test]
+    fn a_newer_format_is_refused_and_an_older_one_read() {
+        let mut item = to_item(&record());
+        assert_eq!(item.get(FORMAT_ATTR), Some(&n(crate::action::FORMAT)));
+        item.remove(FORMAT_ATTR);
+        assert_eq!(parse(&item).expect("format 1"), record());
+        item.insert(FORMAT_ATTR.into(), n(crate::action::FORMAT + 1));
+        let err = parse(&item).expect_err("newer").to_string();
+        assert!(err.contains("newer azevac") && err.contains("upgrade"), "{err}");
+        item.insert(FORMAT_ATTR.into(), s("2"));
+        assert!(parse(&item).is_err(), "a damaged format");
     }
 
     #[test]

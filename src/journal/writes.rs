@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update};
 
-use super::record::{list, lock_item, n, now, s, to_item, Lock};
+use super::record::{list, lock_item, n, now, s, to_item, Lock, FORMAT_ATTR};
 use super::{Audit, Record, State, LOCK_PARTITION, PK, SK};
 use crate::model::Resource;
 use crate::{Error, Result};
@@ -47,6 +47,17 @@ impl Write {
     /// With `#state` for the `state` attribute (a reserved word), for the writes that set it.
     fn naming_state(mut self) -> Write {
         self.names.insert("#state".to_owned(), "state".to_owned());
+        self
+    }
+
+    /// Stamped with this version's journal format (every update that writes actions), so that an
+    /// older azevac refuses the record instead of misreading it.
+    fn stamping_format(mut self) -> Write {
+        if let WriteKind::Update(expression) = &mut self.kind {
+            expression.push_str(", #format = :format");
+        }
+        self.names.insert("#format".to_owned(), FORMAT_ATTR.to_owned());
+        self.values.insert(":format".to_owned(), n(crate::action::FORMAT));
         self
     }
 
@@ -302,7 +313,8 @@ pub(super) fn begin_write(entry: &Begin<'_>, audit: &Audit, now: &str) -> (Write
              updated_at = :now, run_id = :run, evacuated_by = :who, azevac_version = :ver{set_reason}{set_account}"
         )),
         ..Write::versioned(existing.version).naming_state()
-    };
+    }
+    .stamping_format();
     write.values.extend([
         (":removed".to_owned(), list(&record.removed_subnets)),
         (":actions".to_owned(), list(&record.actions)),
@@ -340,7 +352,8 @@ pub(super) fn widen_write(record: &Record, removed: &[String], actions: &[String
             "SET removed_subnets = :removed, actions = :actions, #version = :next, updated_at = :now".into(),
         ),
         ..Write::versioned(record.version)
-    };
+    }
+    .stamping_format();
     write.values.extend([
         (":removed".to_owned(), list(&widened.removed_subnets)),
         (":actions".to_owned(), list(&widened.actions)),
@@ -366,7 +379,8 @@ pub(super) fn finish_write(record: &Record, now: &str) -> (Write, Record) {
                 .into(),
         ),
         ..Write::versioned(record.version).naming_state()
-    };
+    }
+    .stamping_format();
     write.values.extend([
         (":actions".to_owned(), list(&record.actions)),
         (":removed".to_owned(), list(&record.removed_subnets)),

@@ -33,6 +33,8 @@ pub mod karpenter;
 pub mod lambda;
 pub mod nat;
 pub mod subnets;
+pub mod tags;
+pub mod wait;
 pub mod zonal_shift;
 
 /// One kind of zonal action, as the registry knows it.
@@ -45,6 +47,37 @@ pub struct Registration {
     pub changes_through: &'static [&'static str],
     /// Builds the plugin from the run's setup; `None` when the type does not apply to this run.
     pub build: Constructor,
+    /// The kind's own flags (`--pace`, `--failback`), if it has any.
+    pub flags: Option<&'static Flags>,
+}
+
+/// A kind's own flags: declared by the kind with clap, kept in the request's options under their
+/// JSON keys ([`Request::options`]), read back by the kind with [`Request::options_as`], and
+/// checked by the kind. No shared module names them.
+pub struct Flags {
+    /// Who declares them: a group two kinds share (the Kubernetes ones) is added once.
+    pub name: &'static str,
+    /// Adds the flags `command` takes to its clap definition.
+    pub add: fn(clap::Command, Command) -> clap::Command,
+    /// What the operator gave on the command line of `command`, as request options.
+    pub read: fn(&clap::ArgMatches, Command) -> Options,
+    /// Checks them, whether they came from flags or from a saved plan (which no flag parser saw):
+    /// one line that says what is allowed.
+    pub validate: fn(&Request) -> Result<()>,
+}
+
+/// A request's per-kind options by JSON key.
+pub type Options = serde_json::Map<String, serde_json::Value>;
+
+/// Every kind's flags, each group once, in registry order.
+pub fn flags() -> Vec<&'static Flags> {
+    let mut all: Vec<&'static Flags> = Vec::new();
+    for flags in REGISTRY.iter().filter_map(|r| r.flags) {
+        if !all.iter().any(|f| f.name == flags.name) {
+            all.push(flags);
+        }
+    }
+    all
 }
 
 impl Registration {
@@ -85,48 +118,56 @@ pub const REGISTRY: &[Registration] = &[
         services: &["autoscaling", "elasticloadbalancing"],
         changes_through: &["autoscaling"],
         build: asg::plugin,
+        flags: None,
     },
     Registration {
         name: ecs::TYPE,
         services: &["ecs"],
         changes_through: &["ecs"],
         build: ecs::plugin,
+        flags: None,
     },
     Registration {
         name: lambda::TYPE,
         services: &["lambda"],
         changes_through: &["lambda"],
         build: lambda::plugin,
+        flags: None,
     },
     Registration {
         name: eks::TYPE,
         services: &[],
         changes_through: &[],
         build: eks::plugin,
+        flags: None,
     },
     Registration {
         name: karpenter::TYPE,
         services: &[],
         changes_through: &[],
         build: karpenter::plugin,
+        flags: None,
     },
     Registration {
         name: zonal_shift::TYPE,
         services: &["arc-zonal-shift"],
         changes_through: &["arc-zonal-shift"],
         build: zonal_shift::plugin,
+        flags: None,
     },
     Registration {
         name: nat::TYPE,
         services: &["ec2"],
         changes_through: &["ec2"],
         build: nat::plugin,
+        flags: None,
     },
     Registration {
         name: db::TYPE,
         services: &["rds", "elasticache"],
         changes_through: &["rds", "elasticache"],
         build: db::plugin,
+        flags: None,
     },
 ];
 
@@ -233,7 +274,8 @@ impl Scope<'_> {
 /// What carrying a line out did.
 #[derive(Debug, Default)]
 pub struct Acted {
-    /// The actions actually done, for the journal (`None`: as planned and written ahead).
+    /// The actions actually done, as the journal stores them ([`crate::action::encode`] of the
+    /// kind's action type; `None`: as planned and written ahead).
     pub actions: Option<Vec<String>>,
     /// Done and journalled, but not all of it took (pods a drain could not evict): fails the line.
     pub problem: Option<String>,
