@@ -9,8 +9,8 @@
 //! `resource`), with no `resource_type`, so the index stays sparse and never lists them.
 //!
 //! The jobs are split by file: [`table`] (administration), [`record`] (encoding), [`writes`]
-//! (write builders), [`commit`] (single calls and transactions), [`protocol`] (acquire, release,
-//! repair, leases).
+//! (write builders), [`commit`] (single calls and transactions), [`held`] (holds, the guard),
+//! [`lease`] (leases, heartbeats), [`protocol`] (acquire, release, repair).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -21,15 +21,16 @@ pub use crate::model::{Audit, Record, State};
 use crate::{Error, Result};
 
 mod commit;
+mod held;
+mod lease;
 pub mod protocol;
 mod record;
 mod table;
 mod writes;
 
 pub use commit::batches;
-pub use protocol::{
-    Ahead, Declared, Evacuating, Guard, Heartbeat, Held, Lease, Recovering, Release, Released, DEFAULT_LEASE,
-};
+pub use held::{Ahead, Declared, Evacuating, Guard, Held, Recovering, Release, Released};
+pub use lease::{Heartbeat, Lease, DEFAULT_LEASE};
 pub use record::Lock;
 use record::{parse, parse_lock, s};
 pub use table::Protection;
