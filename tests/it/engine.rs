@@ -101,6 +101,8 @@ impl Plugin for Fake {
 fn line(name: &str, actions: &[&str]) -> Item {
     let mut item = Item::new(TYPE, &format!("fake:{name}"), name, ZONE);
     item.actions = Some(actions.iter().map(|a| a.to_string()).collect());
+    // The fake kind's journal encoding is the words themselves: the engine treats steps as opaque.
+    item.steps = actions.iter().map(|a| a.to_string()).collect();
     item.target = Some(Resource {
         resource_type: TYPE,
         id: format!("fake:{name}"),
