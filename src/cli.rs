@@ -98,9 +98,17 @@ pub fn command() -> clap::Command {
         ("recover", crate::model::Command::Recover),
     ] {
         command = command.mut_subcommand(name, |sub| {
-            crate::plugins::flags()
+            // A kind's flags come as a clap `Args` of their own, which would set the command's
+            // about text: the command keeps its own.
+            let (about, long_about) = (sub.get_about().cloned(), sub.get_long_about().cloned());
+            let sub = crate::plugins::flags()
                 .into_iter()
                 .fold(sub, |sub, flags| (flags.add)(sub, which))
+                .about(about.unwrap_or_default());
+            match long_about {
+                Some(text) => sub.long_about(text),
+                None => sub.long_about(None),
+            }
         });
     }
     command
@@ -308,9 +316,6 @@ pub struct Evacuate {
     /// Only resources whose name starts with this (ECS: CLUSTER/SERVICE).
     #[arg(long, value_name = "PREFIX")]
     pub name_prefix: Option<String>,
-    /// Only ECS services in this cluster (name or ARN; repeatable; default: every cluster).
-    #[arg(long = "cluster", value_name = "CLUSTER")]
-    pub clusters: Vec<String>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub wait: Wait,
@@ -320,48 +325,17 @@ pub struct Evacuate {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub kube: KubeAccess,
-    /// What to do to the zone's Kubernetes nodes: noexecute (taint; evicts running pods, ignoring
-    /// PodDisruptionBudgets), noschedule (taint + cordon; running pods stay, and Karpenter nodes are
-    /// annotated karpenter.sh/do-not-disrupt), drain (cordon + evict through the Eviction API,
-    /// respecting PodDisruptionBudgets).
-    #[arg(long, value_enum, default_value_t = crate::plugins::eks::Mode::Noexecute)]
-    pub k8s_mode: crate::plugins::eks::Mode,
-    /// How long `--k8s-mode drain` retries evictions a PodDisruptionBudget refuses, per node.
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_wait)]
-    pub drain_timeout: std::time::Duration,
     /// Why, recorded in every journal record this run writes (e.g. an incident ticket).
     #[arg(long, value_name = "TEXT")]
     pub reason: Option<String>,
-    /// First shift traffic away from the zone with ARC zonal shift, for every managed resource
-    /// deployed there (load balancers; Auto Scaling groups and EKS clusters with zonal shift enabled).
-    #[arg(long)]
-    pub zonal_shift: bool,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub expiry: Expiry,
     /// Go ahead, with a warning, past the checks that hold a resource back: an Auto Scaling group
     /// behind a load balancer with cross-zone load balancing off and no zonal shift away from the
     /// zone, and a resource whose remaining subnets lack the free IP addresses for what moves there.
     #[arg(long)]
     pub force: bool,
-    /// Pace Auto Scaling groups: suspend AZRebalance, then terminate the zone's instances N at a
-    /// time (capacity kept), each batch once the last one's replacements are InService elsewhere
-    /// (at most --wait-timeout per group). `recover` resumes what azevac suspended.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub pace: Option<u32>,
     /// The kinds' own flags, as given (filled in by [`parse_from`]).
     #[arg(skip)]
     pub options: crate::plugins::Options,
-}
-
-/// `--expires-in`, shared by the commands that start zonal shifts.
-#[derive(Debug, Args)]
-pub struct Expiry {
-    /// How long a zonal shift lasts unless `recover` cancels it first: minutes or hours, e.g. 3h
-    /// (ARC allows 1m to 72h).
-    #[arg(long, value_name = "DURATION", default_value = crate::plugins::zonal_shift::DEFAULT_EXPIRES_IN,
-          value_parser = crate::plugins::zonal_shift::parse_expires_in)]
-    pub expires_in: String,
 }
 
 /// `azevac shift`.
@@ -383,7 +357,7 @@ pub struct ShiftStart {
     pub az_id: String,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub expiry: Expiry,
+    pub expiry: crate::plugins::zonal_shift::flags::Expiry,
     /// Why (an incident ticket): in the shifts' comment and the journal.
     #[arg(long, value_name = "TEXT")]
     pub reason: Option<String>,
@@ -397,21 +371,13 @@ impl Evacuate {
     pub fn request(&self) -> Request {
         Request {
             types: self.types.types.clone(),
-            ecs_clusters: self.clusters.clone(),
             tags: self.tags.iter().map(|(k, v)| format!("{k}={v}")).collect(),
             name_prefix: self.name_prefix.clone(),
             kube_contexts: self.kube.contexts.clone(),
-            k8s_mode: Some(self.k8s_mode),
-            drain_timeout_seconds: Some(self.drain_timeout.as_secs()),
             reason: self.reason.clone(),
             forget_missing: false,
-            zonal_shift: self.zonal_shift,
-            expires_in: Some(self.expiry.expires_in.clone()),
             force: self.force,
-            pace: self.pace,
-            pace_timeout_seconds: self.pace.map(|_| self.wait.wait_timeout.as_secs()),
             wait_timeout_seconds: Some(self.wait.wait_timeout.as_secs()),
-            failback: false,
             fleet: self.accounts.fleet(),
             options: self.options.clone(),
         }
@@ -426,7 +392,6 @@ impl Recover {
             kube_contexts: self.kube.contexts.clone(),
             forget_missing: self.forget_missing,
             wait_timeout_seconds: Some(self.wait.wait_timeout.as_secs()),
-            failback: self.failback,
             fleet: self.accounts.fleet(),
             options: self.options.clone(),
             ..Request::default()
@@ -437,11 +402,14 @@ impl Recover {
 impl ShiftStart {
     /// The evacuation this is: zonal shifts only.
     pub fn request(&self) -> Request {
+        use crate::plugins::zonal_shift::{flags::Options, TYPE};
         Request {
-            types: vec![crate::plugins::zonal_shift::TYPE.to_owned()],
-            zonal_shift: true,
-            expires_in: Some(self.expiry.expires_in.clone()),
+            types: vec![TYPE.to_owned()],
             reason: self.reason.clone(),
+            options: crate::plugins::to_options(&Options {
+                zonal_shift: true,
+                expires_in: Some(self.expiry.expires_in.clone()),
+            }),
             ..Request::default()
         }
     }
@@ -527,10 +495,6 @@ pub struct Recover {
     /// Delete the journal records of resources that no longer exist (default: keep and report them).
     #[arg(long)]
     pub forget_missing: bool,
-    /// Fail database writers back to the instance that was the writer before the evacuation, when it
-    /// is available again (default: the writer stays where it is and only the record goes).
-    #[arg(long)]
-    pub failback: bool,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub wait: Wait,

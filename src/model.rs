@@ -433,9 +433,6 @@ pub struct Request {
     /// `--type` (every type when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub types: Vec<String>,
-    /// `--cluster`: ECS clusters (every cluster when empty).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ecs_clusters: Vec<String>,
     /// `--tag`, as `KEY=VALUE`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
@@ -445,39 +442,18 @@ pub struct Request {
     /// `--kube-context`: the Kubernetes clusters whose nodes the plan covers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kube_contexts: Vec<String>,
-    /// `--k8s-mode` (evacuate).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub k8s_mode: Option<Mode>,
-    /// `--drain-timeout` in seconds (evacuate).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub drain_timeout_seconds: Option<u64>,
     /// `--reason` (evacuate): written into every journal record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// `--forget-missing` (recover).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forget_missing: bool,
-    /// `--zonal-shift` (evacuate): start ARC zonal shifts first.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub zonal_shift: bool,
-    /// `--expires-in` of those shifts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_in: Option<String>,
     /// `--force` (evacuate): go ahead past the cross-zone check, with a warning.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub force: bool,
-    /// `--pace N` (evacuate): Auto Scaling instances replaced N at a time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pace: Option<u32>,
-    /// How long pacing waits for replacements per group, in seconds (`--wait-timeout`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pace_timeout_seconds: Option<u64>,
     /// `--wait-timeout` in seconds: how long a database failover may take to show its new writer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_timeout_seconds: Option<u64>,
-    /// `--failback` (recover): fail database writers back to where they were.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub failback: bool,
     /// `--accounts` and how to reach them: a saved plan re-plans every account it named.
     #[serde(default, skip_serializing_if = "Fleet::is_empty")]
     pub fleet: Fleet,
@@ -643,30 +619,6 @@ pub enum Output {
     Table,
     /// One JSON document.
     Json,
-}
-
-/// What evacuating a node means (`--k8s-mode`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Taint `NoExecute`: running pods are evicted (ignoring PodDisruptionBudgets), no new ones land.
-    #[default]
-    Noexecute,
-    /// Taint `NoSchedule` and cordon: running pods stay, no new ones land.
-    Noschedule,
-    /// Cordon, then evict every evictable pod through the Eviction API (PodDisruptionBudgets respected).
-    Drain,
 }
 
 #[cfg(test)]

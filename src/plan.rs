@@ -510,7 +510,7 @@ mod tests {
     fn the_request_round_trips_through_json() {
         let request = Request {
             tags: vec!["team=a=b".into()],
-            k8s_mode: Some(crate::model::Mode::Drain),
+            options: crate::plugins::to_options(&serde_json::json!({ "k8s_mode": "drain" })),
             ..Request::default()
         };
         let text = serde_json::to_string(&request).expect("json");
@@ -518,6 +518,14 @@ mod tests {
         let back: Request = serde_json::from_str(&text).expect("parse");
         assert_eq!(back, request);
         assert_eq!(back.tag_pairs(), [("team".to_string(), "a=b".to_string())]);
+        // A kind's options, read back as its own type.
+        let kube: crate::plugins::eks::flags::Options = back.options_as().expect("kube options");
+        assert_eq!(kube.k8s_mode, Some(crate::plugins::eks::Mode::Drain));
+        let wrong = serde_json::from_str::<Request>(r#"{"k8s_mode":7}"#).expect("any JSON value");
+        assert!(
+            wrong.options_as::<crate::plugins::eks::flags::Options>().is_err(),
+            "never a default"
+        );
     }
 
     /// Where subnets lie: each in its AZ ID, all in vpc-1.

@@ -92,7 +92,7 @@ pub async fn prepare(
             let types: Vec<&str> = plugins.iter().map(|p| p.resource_type()).collect();
             let (mut by_type, problems) = journal.records(&types, zone.as_ref().map(|z| z.id.as_str())).await?;
             plan.problems = problems;
-            let still_evacuated = still_evacuated(journal, request, &types).await?;
+            let still_evacuated = still_evacuated(journal, &types).await?;
             let scope = Scope {
                 command,
                 zone: zone.as_ref(),
@@ -146,17 +146,10 @@ pub async fn prepare(
     Ok(Prepared { plan, phases, plugins })
 }
 
-/// For `recover --failback`: the zones that keep records of types this run does not recover (a
-/// `--type` that leaves some out). A failback into one of them would move a writer back into a zone
-/// that is still evacuated.
-pub(super) async fn still_evacuated(
-    journal: &Journal,
-    request: &Request,
-    recovered: &[&str],
-) -> Result<BTreeSet<String>> {
-    if !request.failback {
-        return Ok(BTreeSet::new());
-    }
+/// The zones that keep records of types this run does not recover (a `--type` that leaves some
+/// out): moving anything back into one of them (a database writer's failback) would put it into a
+/// zone that is still evacuated.
+pub(super) async fn still_evacuated(journal: &Journal, recovered: &[&str]) -> Result<BTreeSet<String>> {
     let others: Vec<&str> = plugins::types()
         .into_iter()
         .filter(|t| !recovered.contains(t))

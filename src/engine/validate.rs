@@ -4,9 +4,6 @@ use crate::model::Request;
 use crate::plugins;
 use crate::{Error, Result};
 
-/// The longest wait a request may ask for: a week (and no overflow of the clock arithmetic).
-pub(super) const LONGEST_WAIT_SECONDS: u64 = 7 * 24 * 3600;
-
 /// The longest operator's text azevac stores (`--reason`, in every journal record of the run): far
 /// inside DynamoDB's 400 KB an item and 4 MB a transaction of 50 records.
 pub const LONGEST_TEXT: usize = 1000;
@@ -25,21 +22,7 @@ pub fn validate(request: &Request) -> Result<()> {
     for flags in plugins::flags() {
         (flags.validate)(request)?;
     }
-    if request.pace == Some(0) {
-        return Err(Error::BadInput("pace must be at least 1 instance at a time".into()));
-    }
-    for (name, seconds) in [
-        ("drain_timeout_seconds", request.drain_timeout_seconds),
-        ("pace_timeout_seconds", request.pace_timeout_seconds),
-        ("wait_timeout_seconds", request.wait_timeout_seconds),
-    ] {
-        if seconds.is_some_and(|s| s > LONGEST_WAIT_SECONDS) {
-            return Err(Error::BadInput(format!(
-                "{name} is {}; at most {LONGEST_WAIT_SECONDS} (7 days)",
-                seconds.unwrap_or_default()
-            )));
-        }
-    }
+    crate::plugins::wait_within("wait_timeout_seconds", request.wait_timeout_seconds)?;
     // The only operator's text the journal stores; the others (tags, prefix, contexts) filter.
     if let Some(length) = request
         .reason
@@ -50,9 +33,6 @@ pub fn validate(request: &Request) -> Result<()> {
         return Err(Error::BadInput(format!(
             "--reason is {length} characters; at most {LONGEST_TEXT} (it is stored in every journal record)"
         )));
-    }
-    if let Some(expires_in) = &request.expires_in {
-        plugins::zonal_shift::parse_expires_in(expires_in).map_err(Error::BadInput)?;
     }
     if let Some(bad) = request.tags.iter().find(|t| !t.contains('=') || t.starts_with('=')) {
         return Err(Error::BadInput(format!("tag filter {bad:?} is not KEY=VALUE")));

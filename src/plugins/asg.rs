@@ -9,6 +9,8 @@ use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
+
+pub mod flags;
 use super::{zonal_shift, Evacuation, Place, Plugin, Presence, Resource, Scope, Setup, SubnetService};
 use crate::crosszone;
 use crate::error::describe;
@@ -100,6 +102,7 @@ pub struct AutoScaling {
     client: aws_sdk_autoscaling::Client,
     sdk: aws_config::SdkConfig,
     force: bool,
+    options: flags::Options,
 }
 
 /// Registry constructor: Auto Scaling applies to every run.
@@ -109,6 +112,7 @@ pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box
             client: crate::client!(aws_sdk_autoscaling, &setup.sdk),
             sdk: setup.sdk.clone(),
             force: setup.request.force,
+            options: setup.request.options_as()?,
         };
         Ok(Some(Subnets::plugin(service, &setup.sdk)))
     })
@@ -206,7 +210,7 @@ impl SubnetService for AutoScaling {
     }
 
     fn plan_evacuation(&self, resource: &mut Resource, how: &Evacuation) -> Result<Vec<String>> {
-        let Some(batch) = how.pace else {
+        let Some(batch) = self.options.pace else {
             return Ok(Vec::new());
         };
         let mut detail: GroupDetail = resource.detail_as()?;
@@ -216,7 +220,7 @@ impl SubnetService for AutoScaling {
             batch,
             az_name: how.az_name.clone(),
             suspend,
-            timeout_secs: how.timeout.as_secs(),
+            timeout_secs: self.options.pace_timeout_seconds.unwrap_or(how.timeout.as_secs()),
         });
         resource.set_detail(&detail);
         let mut actions = Vec::new();
@@ -667,6 +671,7 @@ mod tests {
             client,
             sdk: aws_config::SdkConfig::builder().build(),
             force: false,
+            options: flags::Options::default(),
         };
         let pace = Pace {
             batch: 1,

@@ -9,6 +9,7 @@
 //! read so that any later run finishes what a killed one started.
 
 pub mod cache;
+pub mod flags;
 
 pub use cache::FailoverSettings;
 
@@ -723,7 +724,7 @@ pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box
             timeout: request
                 .wait_timeout_seconds
                 .map_or(DEFAULT_TIMEOUT, Duration::from_secs),
-            failback: request.failback,
+            failback: request.options_as::<flags::Options>()?.failback,
             forget_missing: request.forget_missing,
         }) as Box<dyn Plugin>))
     })

@@ -54,7 +54,7 @@ pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box
     Box::pin(async move {
         let service = Ecs::new(
             crate::client!(aws_sdk_ecs, &setup.sdk),
-            setup.request.ecs_clusters.clone(),
+            setup.request.options_as::<flags::Options>()?.ecs_clusters,
         );
         Ok(Some(Subnets::plugin(service, &setup.sdk)))
     })
@@ -448,6 +448,61 @@ fn cluster_of(arn: &str) -> Option<String> {
     let path = arn.split_once(":service/")?.1;
     let (cluster, _) = path.split_once('/')?;
     Some(cluster.to_owned())
+}
+
+/// The ECS kind's own flag: `--cluster` (evacuate).
+pub mod flags {
+    use clap::{Args, FromArgMatches};
+    use serde::{Deserialize, Serialize};
+
+    use crate::model::{Command, Request};
+    use crate::plugins::{to_options, Flags};
+    use crate::Result;
+
+    /// `--cluster`, as clap reads it.
+    #[derive(Debug, Args)]
+    #[group(skip)]
+    struct Given {
+        /// Only ECS services in this cluster (name or ARN; repeatable; default: every cluster).
+        #[arg(long = "cluster", value_name = "CLUSTER")]
+        clusters: Vec<String>,
+    }
+
+    /// The kind's options in a request (and a saved plan).
+    #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct Options {
+        /// `--cluster`: ECS clusters (every cluster when empty).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub ecs_clusters: Vec<String>,
+    }
+
+    /// The registry's entry for this flag.
+    pub static FLAGS: Flags = Flags {
+        name: super::TYPE,
+        add,
+        read,
+        validate,
+    };
+
+    fn add(command: clap::Command, which: Command) -> clap::Command {
+        match which {
+            Command::Evacuate => Given::augment_args(command),
+            Command::Recover => command,
+        }
+    }
+
+    fn read(matches: &clap::ArgMatches, which: Command) -> crate::plugins::Options {
+        match (which, Given::from_arg_matches(matches)) {
+            (Command::Evacuate, Ok(given)) => to_options(&Options {
+                ecs_clusters: given.clusters,
+            }),
+            _ => crate::plugins::Options::new(),
+        }
+    }
+
+    fn validate(request: &Request) -> Result<()> {
+        request.options_as::<Options>().map(|_| ())
+    }
 }
 
 #[cfg(test)]

@@ -39,7 +39,8 @@ const DRAIN: &str = "drain";
 /// Tries of a read-modify-write that keeps meeting 409 Conflict.
 const CONFLICT_TRIES: usize = 5;
 
-pub use crate::model::Mode;
+pub mod flags;
+pub use flags::Mode;
 
 /// `--kube-context`, `--kubeconfig`, `--k8s-mode`, `--drain-timeout`.
 #[derive(Debug, Clone, Default)]
@@ -633,12 +634,13 @@ pub(crate) async fn clusters_of(
     what: &str,
 ) -> Result<(Options, BTreeMap<String, Cluster>)> {
     let request = &setup.request;
+    let kube: flags::Options = request.options_as()?;
     let options = Options {
         contexts: request.kube_contexts.clone(),
         kubeconfig: setup.kubeconfig.clone(),
-        mode: request.k8s_mode.unwrap_or_default(),
+        mode: kube.k8s_mode.unwrap_or_default(),
         // The flag's own default (5m) when a hand-written request leaves it out.
-        drain_timeout: Duration::from_secs(request.drain_timeout_seconds.unwrap_or(300)),
+        drain_timeout: Duration::from_secs(kube.drain_timeout_seconds.unwrap_or(300)),
     };
     let clusters = if options.contexts.is_empty() {
         if request.names(resource_type) {

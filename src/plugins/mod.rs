@@ -69,6 +69,28 @@ pub struct Flags {
 /// A request's per-kind options by JSON key.
 pub type Options = serde_json::Map<String, serde_json::Value>;
 
+/// A kind's option values as request options (its serde type; what it leaves out stays out).
+pub fn to_options<T: serde::Serialize>(values: &T) -> Options {
+    match serde_json::to_value(values) {
+        Ok(serde_json::Value::Object(options)) => options,
+        _ => Options::new(),
+    }
+}
+
+/// A kind's options out of a request, checked against `longest` where they are waits: a value of
+/// the wrong shape (a hand-edited plan file) or a wait over a week is bad input.
+pub fn wait_within(name: &str, seconds: Option<u64>) -> Result<()> {
+    match seconds {
+        Some(s) if s > LONGEST_WAIT_SECONDS => Err(crate::Error::BadInput(format!(
+            "{name} is {s}; at most {LONGEST_WAIT_SECONDS} (7 days)"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The longest wait a request may ask for: a week (and no overflow of the clock arithmetic).
+pub const LONGEST_WAIT_SECONDS: u64 = 7 * 24 * 3600;
+
 /// Every kind's flags, each group once, in registry order.
 pub fn flags() -> Vec<&'static Flags> {
     let mut all: Vec<&'static Flags> = Vec::new();
@@ -118,14 +140,14 @@ pub const REGISTRY: &[Registration] = &[
         services: &["autoscaling", "elasticloadbalancing"],
         changes_through: &["autoscaling"],
         build: asg::plugin,
-        flags: None,
+        flags: Some(&asg::flags::FLAGS),
     },
     Registration {
         name: ecs::TYPE,
         services: &["ecs"],
         changes_through: &["ecs"],
         build: ecs::plugin,
-        flags: None,
+        flags: Some(&ecs::flags::FLAGS),
     },
     Registration {
         name: lambda::TYPE,
@@ -139,21 +161,21 @@ pub const REGISTRY: &[Registration] = &[
         services: &[],
         changes_through: &[],
         build: eks::plugin,
-        flags: None,
+        flags: Some(&eks::flags::FLAGS),
     },
     Registration {
         name: karpenter::TYPE,
         services: &[],
         changes_through: &[],
         build: karpenter::plugin,
-        flags: None,
+        flags: Some(&eks::flags::FLAGS),
     },
     Registration {
         name: zonal_shift::TYPE,
         services: &["arc-zonal-shift"],
         changes_through: &["arc-zonal-shift"],
         build: zonal_shift::plugin,
-        flags: None,
+        flags: Some(&zonal_shift::flags::FLAGS),
     },
     Registration {
         name: nat::TYPE,
@@ -167,7 +189,7 @@ pub const REGISTRY: &[Registration] = &[
         services: &["rds", "elasticache"],
         changes_through: &["rds", "elasticache"],
         build: db::plugin,
-        flags: None,
+        flags: Some(&db::flags::FLAGS),
     },
 ];
 
@@ -453,9 +475,7 @@ pub trait SubnetService: Send + Sync {
 pub struct Evacuation {
     /// This account's name of the zone being evacuated.
     pub az_name: String,
-    /// `--pace N`: replace the zone's instances N at a time (Auto Scaling).
-    pub pace: Option<u32>,
-    /// How long pacing may wait for replacements, per resource.
+    /// How long a change may wait for what it waits on (`--wait-timeout`), per resource.
     pub timeout: Duration,
 }
 
@@ -464,8 +484,7 @@ impl Evacuation {
     pub fn of(request: &Request, zone: Option<&Zone>) -> Evacuation {
         Evacuation {
             az_name: zone.map(|z| z.name.clone()).unwrap_or_default(),
-            pace: request.pace,
-            timeout: Duration::from_secs(request.pace_timeout_seconds.unwrap_or(900)),
+            timeout: Duration::from_secs(request.wait_timeout_seconds.unwrap_or(900)),
         }
     }
 }

@@ -11,6 +11,8 @@ use aws_sdk_arczonalshift::types::{ManagedResourceSummary, ZonalShiftStatus};
 use async_trait::async_trait;
 
 use super::{Acted, Plugin, Scope, Setup, Stage};
+
+pub mod flags;
 use crate::error::describe;
 use crate::journal::Guard;
 use crate::model::{Command, Item, Record, Resource, Status};
@@ -264,13 +266,11 @@ pub struct ZonalShifts {
 pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box<dyn Plugin>>>> {
     Box::pin(async move {
         let request = &setup.request;
+        let options: flags::Options = request.options_as()?;
         Ok(Some(Box::new(ZonalShifts {
             shifts: Shifts::new(&setup.sdk),
-            asked: request.zonal_shift || request.names(TYPE),
-            expires_in: request
-                .expires_in
-                .clone()
-                .unwrap_or_else(|| DEFAULT_EXPIRES_IN.to_owned()),
+            asked: options.zonal_shift || request.names(TYPE),
+            expires_in: options.expires_in.unwrap_or_else(|| DEFAULT_EXPIRES_IN.to_owned()),
         }) as Box<dyn Plugin>))
     })
 }

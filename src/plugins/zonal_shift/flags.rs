@@ -1,0 +1,76 @@
+//! The zonal shift kind's own flags: `--zonal-shift` and `--expires-in` (evacuate).
+
+use clap::{Args, FromArgMatches};
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Command, Request};
+use crate::plugins::{to_options, Flags};
+use crate::Result;
+
+/// The flags, as clap reads them.
+#[derive(Debug, Args)]
+#[group(skip)]
+struct Given {
+    /// First shift traffic away from the zone with ARC zonal shift, for every managed resource
+    /// deployed there (load balancers; Auto Scaling groups and EKS clusters with zonal shift enabled).
+    #[arg(long)]
+    zonal_shift: bool,
+    #[command(flatten)]
+    expiry: Expiry,
+}
+
+/// `--expires-in`, shared with `azevac shift start`.
+#[derive(Debug, Clone, Args)]
+pub struct Expiry {
+    /// How long a zonal shift lasts unless `recover` cancels it first: minutes or hours, e.g. 3h
+    /// (ARC allows 1m to 72h).
+    #[arg(long, value_name = "DURATION", default_value = super::DEFAULT_EXPIRES_IN,
+          value_parser = super::parse_expires_in)]
+    pub expires_in: String,
+}
+
+/// The kind's options in a request (and a saved plan).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Options {
+    /// `--zonal-shift`: start ARC zonal shifts first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zonal_shift: bool,
+    /// `--expires-in` of those shifts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in: Option<String>,
+}
+
+/// The registry's entry for these flags.
+pub static FLAGS: Flags = Flags {
+    name: super::TYPE,
+    add,
+    read,
+    validate,
+};
+
+fn add(command: clap::Command, which: Command) -> clap::Command {
+    match which {
+        Command::Evacuate => Given::augment_args(command),
+        Command::Recover => command,
+    }
+}
+
+fn read(matches: &clap::ArgMatches, which: Command) -> crate::plugins::Options {
+    match (which, Given::from_arg_matches(matches)) {
+        (Command::Evacuate, Ok(given)) => to_options(&Options {
+            zonal_shift: given.zonal_shift,
+            expires_in: Some(given.expiry.expires_in),
+        }),
+        _ => crate::plugins::Options::new(),
+    }
+}
+
+fn validate(request: &Request) -> Result<()> {
+    let options: Options = request.options_as()?;
+    match &options.expires_in {
+        Some(expires_in) => super::parse_expires_in(expires_in)
+            .map(|_| ())
+            .map_err(crate::Error::BadInput),
+        None => Ok(()),
+    }
+}
