@@ -12,7 +12,7 @@ import statistics
 
 import boto3
 
-from bench import AZEVAC, TARGET_ID, Proxy, env_for, reset, run_measured, seed, start_moto, ROOT
+from harness import AZEVAC, TARGET_ID, Proxy, env_for, reset, run_measured, seed, start_moto, ROOT
 
 
 def member_credentials(port, account):

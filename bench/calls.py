@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import ROOT, TARGET_ID, env_for, seed, start_moto  # noqa: E402
+from harness import ROOT, TARGET_ID, env_for, seed, start_moto  # noqa: E402
 
 
 def main():

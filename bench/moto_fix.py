@@ -16,7 +16,7 @@ import boto3
 import botocore
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import ROOT, start_moto  # noqa: E402
+from harness import ROOT, start_moto  # noqa: E402
 
 
 def client(port):

@@ -23,7 +23,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import ROOT, SCOPE, TARGET_ID, env_for, free_port, relay, reset, run_measured, seed, start_moto  # noqa: E402
+from harness import ROOT, SCOPE, TARGET_ID, env_for, free_port, relay, reset, run_measured, seed, start_moto  # noqa: E402
 
 # Sustained rate and burst per (service, action class). EC2's non-mutating bucket (20/s, 100) and Lambda's
 # control-plane quota (15/s; GetFunction has its own 100/s) are published; Auto Scaling, ECS and DynamoDB

@@ -45,6 +45,10 @@ pub struct Registration {
     pub services: &'static [&'static str],
     /// The services its changes are made through (the signing names pacing goes by).
     pub changes_through: &'static [&'static str],
+    /// The IAM actions its calls need, in the account it acts in (`service:Action`; waiters and
+    /// checks AWS makes on the caller's behalf included): the IAM policy and the member role grant
+    /// these and the core ones, and nothing else (tests/it/registry.rs).
+    pub iam_actions: &'static [&'static str],
     /// Builds the plugin from the run's setup; `None` when the type does not apply to this run.
     pub build: Constructor,
     /// The kind's own flags (`--pace`, `--failback`), if it has any.
@@ -137,8 +141,20 @@ pub type Constructor = for<'a> fn(&'a Setup) -> BoxFuture<'a, Result<Option<Box<
 pub const REGISTRY: &[Registration] = &[
     Registration {
         name: asg::TYPE,
-        services: &["autoscaling", "elasticloadbalancing"],
+        services: &["autoscaling", "elasticloadbalancing", "arc-zonal-shift"],
         changes_through: &["autoscaling"],
+        iam_actions: &[
+            "autoscaling:DescribeAutoScalingGroups",
+            "autoscaling:UpdateAutoScalingGroup",
+            "autoscaling:SuspendProcesses",
+            "autoscaling:ResumeProcesses",
+            "autoscaling:TerminateInstanceInAutoScalingGroup",
+            "elasticloadbalancing:DescribeTargetGroups",
+            "elasticloadbalancing:DescribeTargetGroupAttributes",
+            "elasticloadbalancing:DescribeLoadBalancers",
+            "elasticloadbalancing:DescribeLoadBalancerAttributes",
+            "arc-zonal-shift:ListZonalShifts",
+        ],
         build: asg::plugin,
         flags: Some(&asg::flags::FLAGS),
     },
@@ -146,13 +162,32 @@ pub const REGISTRY: &[Registration] = &[
         name: ecs::TYPE,
         services: &["ecs"],
         changes_through: &["ecs"],
+        iam_actions: &[
+            "ecs:ListClusters",
+            "ecs:ListServices",
+            "ecs:DescribeServices",
+            "ecs:ListTasks",
+            "ecs:DescribeTasks",
+            "ecs:UpdateService",
+        ],
         build: ecs::plugin,
         flags: Some(&ecs::flags::FLAGS),
     },
     Registration {
         name: lambda::TYPE,
-        services: &["lambda"],
+        services: &["lambda", "ec2"],
         changes_through: &["lambda"],
+        iam_actions: &[
+            "lambda:ListFunctions",
+            "lambda:GetFunction",
+            "lambda:ListAliases",
+            "lambda:ListTags",
+            "lambda:UpdateFunctionConfiguration",
+            "ec2:DescribeNetworkInterfaces",
+            "ec2:DescribeSecurityGroups",
+            "ec2:DescribeSubnets",
+            "ec2:DescribeVpcs",
+        ],
         build: lambda::plugin,
         flags: None,
     },
@@ -160,6 +195,7 @@ pub const REGISTRY: &[Registration] = &[
         name: eks::TYPE,
         services: &[],
         changes_through: &[],
+        iam_actions: &[],
         build: eks::plugin,
         flags: Some(&eks::flags::FLAGS),
     },
@@ -167,6 +203,7 @@ pub const REGISTRY: &[Registration] = &[
         name: karpenter::TYPE,
         services: &[],
         changes_through: &[],
+        iam_actions: &[],
         build: karpenter::plugin,
         flags: Some(&eks::flags::FLAGS),
     },
@@ -174,6 +211,12 @@ pub const REGISTRY: &[Registration] = &[
         name: zonal_shift::TYPE,
         services: &["arc-zonal-shift"],
         changes_through: &["arc-zonal-shift"],
+        iam_actions: &[
+            "arc-zonal-shift:ListManagedResources",
+            "arc-zonal-shift:ListZonalShifts",
+            "arc-zonal-shift:StartZonalShift",
+            "arc-zonal-shift:CancelZonalShift",
+        ],
         build: zonal_shift::plugin,
         flags: Some(&zonal_shift::flags::FLAGS),
     },
@@ -181,6 +224,12 @@ pub const REGISTRY: &[Registration] = &[
         name: nat::TYPE,
         services: &["ec2"],
         changes_through: &["ec2"],
+        iam_actions: &[
+            "ec2:DescribeNatGateways",
+            "ec2:DescribeRouteTables",
+            "ec2:DescribeSubnets",
+            "ec2:ReplaceRoute",
+        ],
         build: nat::plugin,
         flags: None,
     },
@@ -188,6 +237,15 @@ pub const REGISTRY: &[Registration] = &[
         name: db::TYPE,
         services: &["rds", "elasticache"],
         changes_through: &["rds", "elasticache"],
+        iam_actions: &[
+            "rds:DescribeDBClusters",
+            "rds:DescribeDBInstances",
+            "rds:FailoverDBCluster",
+            "rds:RebootDBInstance",
+            "elasticache:DescribeReplicationGroups",
+            "elasticache:ListTagsForResource",
+            "elasticache:ModifyReplicationGroup",
+        ],
         build: db::plugin,
         flags: Some(&db::flags::FLAGS),
     },
@@ -197,6 +255,34 @@ pub const REGISTRY: &[Registration] = &[
 /// caller's identity and the roles it assumes (`--accounts`), the organization's accounts
 /// (`--accounts org`), and the `--notify` topics.
 pub const CORE_SERVICES: &[&str] = &["ec2", "dynamodb", "sts", "organizations", "sns"];
+
+/// The IAM actions every run needs in each account it acts in, whatever the types: the zones, and
+/// the zone's subnets (planning, and the free addresses of the headroom check).
+pub const CORE_IAM_ACTIONS: &[&str] = &["ec2:DescribeAvailabilityZones", "ec2:DescribeSubnets"];
+
+/// The IAM actions needed in the operator's account only (never in a member account's role): the
+/// journal (a transaction is authorized by the actions of its writes and checks), the caller's
+/// identity and the roles it assumes (`--accounts`), the organization's accounts (`--accounts org`)
+/// and the `--notify` topics.
+pub const OPERATOR_IAM_ACTIONS: &[&str] = &[
+    "dynamodb:DescribeTable",
+    "dynamodb:CreateTable",
+    "dynamodb:UpdateTable",
+    "dynamodb:DescribeContinuousBackups",
+    "dynamodb:UpdateContinuousBackups",
+    "dynamodb:Query",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:ConditionCheckItem",
+    "sts:GetCallerIdentity",
+    "sts:AssumeRole",
+    "organizations:ListAccounts",
+    "organizations:ListAccountsForParent",
+    "organizations:ListOrganizationalUnitsForParent",
+    "sns:Publish",
+];
 
 /// Every AWS service azevac calls (signing names; the same as the IAM prefixes here): the core
 /// ones and each registered type's, for `--max-rate`.

@@ -1,104 +1,16 @@
-//! What lives beside the code must not drift from it (issue 7): the IAM policy lists exactly the AWS
-//! actions the code can call, and the CloudFormation and Terraform templates create exactly the
-//! journal table `azevac init` creates.
+//! What lives beside the code must not drift from it (issue 7): the CloudFormation and Terraform
+//! templates create exactly the journal table `azevac init` creates, and the completions, man page
+//! and version come from the code. (The IAM policy and the member role: tests/it/registry.rs.)
 
 use crate::common;
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
 use azevac::journal::{PK, SK, TYPE_ATTR, TYPE_INDEX};
 use common::{azevac, Moto};
 
-/// The IAM service prefixes azevac calls: the core ones and each registered type's, from the
-/// registry itself (a new type brings its services; no list here to forget).
-fn services() -> Vec<&'static str> {
-    azevac::plugins::CORE_SERVICES
-        .iter()
-        .copied()
-        .chain(
-            azevac::plugins::REGISTRY
-                .iter()
-                .flat_map(|r| r.services.iter().copied()),
-        )
-        .collect()
-}
-
-/// Calls IAM authorizes through other actions: a DynamoDB transaction is allowed by the actions of
-/// the writes in it (there is no `dynamodb:TransactWriteItems` IAM action).
-const AUTHORIZED_BY: [(&str, &[&str]); 1] = [(
-    "dynamodb:TransactWriteItems",
-    &[
-        "dynamodb:PutItem",
-        "dynamodb:UpdateItem",
-        "dynamodb:DeleteItem",
-        "dynamodb:ConditionCheckItem",
-    ],
-)];
-/// Actions AWS checks on the caller on azevac's behalf (Lambda's VPC update reads the VPC's groups).
-const IMPLIED: [&str; 2] = ["ec2:DescribeSecurityGroups", "ec2:DescribeVpcs"];
-
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Every `"service:Operation` string in src/: each SDK call names its operation that way when it
-/// maps its error, so this is the set of calls the code can make.
-fn actions_in_code() -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
-    let mut dirs = vec![root().join("src")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read src") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                dirs.push(path);
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).expect("read");
-            for piece in text.split('"').skip(1) {
-                let Some((service, rest)) = piece.split_once(':') else {
-                    continue;
-                };
-                let operation: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
-                if services().contains(&service) && operation.starts_with(|c: char| c.is_ascii_uppercase()) {
-                    found.insert(format!("{service}:{operation}"));
-                }
-            }
-        }
-    }
-    found
-}
-
-#[test]
-fn the_iam_policy_lists_exactly_the_actions_the_code_calls() {
-    let text = std::fs::read_to_string(root().join("fixtures/iam-policy.json")).expect("policy");
-    let policy: serde_json::Value = serde_json::from_str(&text).expect("json");
-    let mut granted = BTreeSet::new();
-    for statement in policy["Statement"].as_array().expect("statements") {
-        for action in statement["Action"].as_array().expect("actions") {
-            granted.insert(action.as_str().expect("string").to_owned());
-        }
-    }
-    let mut used = actions_in_code();
-    for (call, actions) in AUTHORIZED_BY {
-        if used.remove(call) {
-            used.extend(actions.iter().map(|a| a.to_string()));
-        }
-    }
-    assert!(used.len() >= 20, "the scan found too little: {used:?}");
-    let missing: Vec<&String> = used.difference(&granted).collect();
-    assert!(
-        missing.is_empty(),
-        "used by the code but not in fixtures/iam-policy.json: {missing:?}"
-    );
-    let extra: Vec<&String> = granted
-        .iter()
-        .filter(|a| !used.contains(*a) && !IMPLIED.contains(&a.as_str()))
-        .collect();
-    assert!(
-        extra.is_empty(),
-        "in fixtures/iam-policy.json but never called: {extra:?}"
-    );
 }
 
 #[test]
@@ -328,39 +240,4 @@ fn the_version_names_the_commit() {
         text.trim(),
         format!("azevac {} (commit {head})", env!("CARGO_PKG_VERSION"))
     );
-}
-
-/// Issue 16: the member-account role allows exactly the resource actions of the operator's policy
-/// (its AzevacReadOnly and AzevacChanges statements, without the sts ones), and trusts only the
-/// principal it is given.
-#[test]
-fn issue_16_the_member_role_allows_the_policys_resource_actions() {
-    let text = std::fs::read_to_string(root().join("fixtures/iam-policy.json")).expect("policy");
-    let policy: serde_json::Value = serde_json::from_str(&text).expect("json");
-    let mut wanted = BTreeSet::new();
-    for statement in policy["Statement"].as_array().expect("statements") {
-        if ["AzevacReadOnly", "AzevacChanges"].contains(&statement["Sid"].as_str().expect("sid")) {
-            for action in statement["Action"].as_array().expect("actions") {
-                let action = action.as_str().expect("string");
-                if !action.starts_with("sts:") {
-                    wanted.insert(action.to_owned());
-                }
-            }
-        }
-    }
-    let role = std::fs::read_to_string(root().join("fixtures/member-role.cfn.yaml")).expect("role");
-    let listed: BTreeSet<String> = role
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("- "))
-        .filter(|a| {
-            a.split_once(':')
-                .is_some_and(|(service, op)| services().contains(&service) && op.starts_with(char::is_uppercase))
-        })
-        .filter(|a| *a != "sts:AssumeRole")
-        .map(str::to_owned)
-        .collect();
-    assert_eq!(listed, wanted);
-    let squeeze = role.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(squeeze.contains("Principal: AWS: !Ref OperatorPrincipalArn Action: sts:AssumeRole"));
-    assert!(squeeze.contains("sts:ExternalId: !Ref ExternalId"));
 }

@@ -30,6 +30,7 @@ mod notify;
 mod pace;
 mod parsers;
 mod promise;
+mod registry;
 mod reliability;
 mod schema;
 mod zonal_shift;

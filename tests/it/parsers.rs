@@ -1,14 +1,19 @@
-//! Every parser of user input, fed anything (issue 13): never a panic, always either a value or an
-//! error line. Property tests (proptest) over the flag parsers, the AZ ID resolution, the request
-//! validation and plan documents; and a corpus of malformed command lines run through the real
-//! binary, none of which may end in a panic (exit 101).
+//! Every parser of user input, fed anything (issue 13): never a panic, always either a value within
+//! its documented bounds or an error that says what is wrong (issue 32: each property here can be
+//! false). Property tests (proptest) over the flag parsers, the AZ ID resolution, the request
+//! validation and plan documents (which round-trip when they parse); and a corpus of malformed
+//! command lines run through the real binary, none of which may end in a panic (exit 101).
 
 use crate::common;
 
-use azevac::model::{Plan, Request};
+use azevac::cli::{Cli, Command, Shift};
+use azevac::model::{Fleet, Plan, Request};
 use azevac::plugins::zonal_shift::parse_expires_in;
 use azevac::topology::{Zone, Zones};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+use serde_json::{json, Value};
 
 /// Words a command line is made of: subcommands, flags, and values that are nearly right.
 fn word() -> impl Strategy<Value = String> {
@@ -88,6 +93,56 @@ fn word() -> impl Strategy<Value = String> {
     ]
 }
 
+/// A command line that mostly parses: a command that exists, then flags it takes, each with a
+/// value at or just past its bounds (a soup of words rarely gets past the first flag, so the
+/// bounds of what parses would go unchecked).
+/// A flag and values to try with it.
+type Flag = (&'static str, &'static [&'static str]);
+
+fn command_line() -> impl Strategy<Value = Vec<String>> {
+    let global: &[Flag] = &[
+        ("--concurrency", &["0", "1", "256", "257"]),
+        ("--account-concurrency", &["0", "1", "256", "257"]),
+        ("--lease", &["1s", "2s", "1h", "61m"]),
+        ("--attempt-timeout", &["0s", "1s", "1h", "61m"]),
+        ("--operation-timeout", &["0s", "1s", "1h", "61m"]),
+        (
+            "--max-rate",
+            &["ec2=0", "ecs=unlimited", "lambda=10000", "autoscaling=10001"],
+        ),
+    ];
+    let evacuate: &[Flag] = &[
+        ("--wait-timeout", &["15m", "7d", "169h"]),
+        ("--drain-timeout", &["15m", "7d", "169h"]),
+        ("--expires-in", &["1m", "72h", "73h", "4320m", "4321m", "0h"]),
+        ("--pace", &["0", "1"]),
+        ("--tag", &["team=a", "=x"]),
+        ("--type", &["asg", "nat,db", "nope"]),
+    ];
+    let commands: Vec<(&[&str], Vec<Flag>)> = vec![
+        (&["init"], global.to_vec()),
+        (&["status"], global.to_vec()),
+        (&["recover"], [global, &evacuate[..1], &evacuate[5..]].concat()),
+        (&["evacuate", "--az-id", "use1-az2"], [global, evacuate].concat()),
+        (
+            &["shift", "start", "--az-id", "use1-az2"],
+            [global, &evacuate[2..3]].concat(),
+        ),
+    ];
+    proptest::sample::select(commands).prop_flat_map(|(command, flags)| {
+        let flag = proptest::sample::select(flags).prop_flat_map(|(flag, values)| {
+            proptest::sample::select(values).prop_map(move |value| [flag.to_owned(), value.to_owned()])
+        });
+        proptest::collection::vec(flag, 0..4).prop_map(move |flags| {
+            command
+                .iter()
+                .map(|w| (*w).to_owned())
+                .chain(flags.into_iter().flatten())
+                .collect()
+        })
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
@@ -117,11 +172,15 @@ proptest! {
         }
     }
 
+    /// A command line either parses into values within the flags' documented bounds (and a request
+    /// the engine accepts as it is, unless it fans out across accounts), or is refused with an error
+    /// that starts `error:`, names the argument at fault, and carries our parser's one-line reason.
     #[test]
-    fn command_lines_parse_or_say_why(words in proptest::collection::vec(word(), 0..8)) {
+    fn command_lines_parse_or_say_why(words in prop_oneof![proptest::collection::vec(word(), 0..8), command_line()]) {
         let args = std::iter::once("azevac".to_owned()).chain(words);
-        if let Err(e) = azevac::cli::parse_from(args) {
-            prop_assert!(!e.to_string().is_empty());
+        match azevac::cli::parse_from(args) {
+            Ok(cli) => within_bounds(&cli)?,
+            Err(e) => says_why(&e)?,
         }
     }
 
@@ -136,25 +195,76 @@ proptest! {
         }
     }
 
+    /// A request (as a saved plan carries it) validates exactly when each of its fields is allowed,
+    /// and otherwise is refused in one line that names a field at fault or quotes its value.
     #[test]
     fn requests_validate_or_say_why(
-        types in proptest::collection::vec(word(), 0..3),
-        tags in proptest::collection::vec(any::<String>(), 0..3),
-        pace in proptest::option::of(any::<u32>()),
-        seconds in proptest::option::of(any::<u64>()),
+        types in proptest::collection::vec(
+            prop_oneof![proptest::sample::select(azevac::plugins::types()).prop_map(str::to_owned), word()],
+            0..3,
+        ),
+        tags in proptest::collection::vec(prop_oneof!["[a-z]{1,4}=[a-z]{0,4}", any::<String>()], 0..3),
+        pace in proptest::option::of(prop_oneof![Just(0u32), 1..9u32, any::<u32>()]),
+        seconds in proptest::option::of(prop_oneof![Just(LONGEST_WAIT), Just(LONGEST_WAIT + 1), 0..999u64, any::<u64>()]),
+        which in 0..3usize,
         expires_in in proptest::option::of(word()),
+        reason in proptest::option::of(prop_oneof![0..9usize, 995..1005usize]),
     ) {
-        let request: Request = serde_json::from_value(serde_json::json!({
-            "types": types,
-            "tags": tags,
-            "pace": pace,
-            "drain_timeout_seconds": seconds,
-            "pace_timeout_seconds": seconds,
-            "expires_in": expires_in,
-        }))
-        .expect("a request document");
-        if let Err(e) = azevac::engine::validate(&request) {
-            prop_assert!(!e.to_string().is_empty());
+        let mut fields = serde_json::Map::new();
+        let mut bad: Vec<(Vec<String>, String)> = Vec::new(); // (what may name it, why it is bad)
+        let known = azevac::plugins::types();
+        for t in types.iter().filter(|t| !known.contains(&t.as_str())) {
+            // An unknown type is quoted, with the types there are.
+            bad.push((vec![format!("{t:?}")], format!("unknown type {t:?}")));
+        }
+        for t in tags.iter().filter(|t| !t.contains('=') || t.starts_with('=')) {
+            bad.push((vec![format!("{t:?}")], format!("tag {t:?}")));
+        }
+        if pace == Some(0) {
+            bad.push((vec!["pace".into()], "pace 0".into()));
+        }
+        let (key, flag) = [
+            ("drain_timeout_seconds", "--drain-timeout"),
+            ("pace_timeout_seconds", "--wait-timeout"),
+            ("wait_timeout_seconds", "--wait-timeout"),
+        ][which];
+        if seconds.is_some_and(|s| s > LONGEST_WAIT) {
+            bad.push((vec![key.into(), flag.into()], format!("{key} {seconds:?}")));
+        }
+        if let Some(e) = expires_in.as_ref().filter(|e| parse_expires_in(e).is_err()) {
+            bad.push((vec![format!("{e:?}")], format!("expires_in {e:?}")));
+        }
+        if reason.is_some_and(|n| n > azevac::engine::LONGEST_TEXT) {
+            bad.push((vec!["--reason".into()], "reason too long".into()));
+        }
+        fields.insert("types".into(), json!(types));
+        fields.insert("tags".into(), json!(tags));
+        for (name, value) in [
+            ("pace", pace.map(Value::from)),
+            (key, seconds.map(Value::from)),
+            ("expires_in", expires_in.map(Value::from)),
+            ("reason", reason.map(|n| Value::from("x".repeat(n)))),
+        ] {
+            if let Some(value) = value {
+                fields.insert(name.into(), value);
+            }
+        }
+        let request: Request = serde_json::from_value(Value::Object(fields)).expect("a request");
+        round_trips(&request)?;
+        match azevac::engine::validate(&request) {
+            Ok(()) => prop_assert!(bad.is_empty(), "accepted, though {bad:?}"),
+            Err(e) => {
+                let text = e.to_string();
+                prop_assert!(!bad.is_empty(), "refused a good request: {text}");
+                prop_assert!(!text.is_empty() && !text.contains('\n'), "{text:?}");
+                prop_assert!(
+                    bad.iter().any(|(names, _)| names.iter().any(|n| text.contains(n.as_str()))),
+                    "{text:?} names none of {bad:?}"
+                );
+                if text.starts_with("unknown type") {
+                    prop_assert!(known.iter().all(|t| text.contains(t)), "{text:?} lists the types");
+                }
+            }
         }
     }
 
@@ -188,31 +298,168 @@ proptest! {
         }
     }
 
+    /// A plan document, whole, cut, spliced or foreign: it parses into a plan that round-trips, or
+    /// is refused in one line with the line and column where it went wrong.
     #[test]
-    fn plan_documents_parse_or_say_why(text in any::<String>()) {
-        let _ = serde_json::from_str::<Plan>(&text);
+    fn plan_documents_parse_or_say_why(
+        cut in any::<proptest::sample::Index>(),
+        length in 0..12usize,
+        splice in prop_oneof![Just(String::new()), "[\\[\\]{}\",:0-9a-z-]{1,6}", any::<String>()],
+        whole in any::<bool>(),
+        foreign in any::<String>(),
+    ) {
+        let sample = sample_plan().to_string();
+        let chars: Vec<char> = sample.chars().collect();
+        let at = cut.index(chars.len());
+        let end = (at + length).min(chars.len());
+        let spliced: String = chars[..at].iter().chain(splice.chars().collect::<Vec<_>>().iter()).chain(&chars[end..]).collect();
+        for text in [if whole { sample.clone() } else { spliced }, foreign] {
+            match serde_json::from_str::<Plan>(&text) {
+                Ok(plan) => round_trips_plan(&plan)?,
+                Err(e) => {
+                    let message = e.to_string();
+                    prop_assert!(!message.contains('\n'), "{message:?}");
+                    let lines: Vec<&str> = text.split('\n').collect();
+                    prop_assert!(
+                        (1..=lines.len()).contains(&e.line()) && e.column() <= lines[e.line() - 1].len() + 1,
+                        "{message:?} is not a place in {text:?}"
+                    );
+                    prop_assert!(message.ends_with(&format!(" at line {} column {}", e.line(), e.column())), "{message:?}");
+                }
+            }
+        }
     }
 }
 
-/// A real plan document with one field replaced by a value of another shape: parse, then validate
-/// its request, and neither may panic.
-#[test]
-fn mutated_plans_never_panic() {
-    let plan = serde_json::json!({
+/// The longest wait a request may ask for (7 days), as documented for the flags.
+const LONGEST_WAIT: u64 = 7 * 24 * 3600;
+
+/// A request serialises to a document that parses back to the same request.
+fn round_trips(request: &Request) -> Result<(), TestCaseError> {
+    let text = serde_json::to_string(request).expect("serialise");
+    let back: Request = serde_json::from_str(&text).map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+    prop_assert_eq!(&back, request);
+    Ok(())
+}
+
+/// A parsed plan serialises to a document that parses back to the same document.
+fn round_trips_plan(plan: &Plan) -> Result<(), TestCaseError> {
+    let once = serde_json::to_value(plan).expect("serialise");
+    let again: Plan = serde_json::from_value(once.clone()).map_err(|e| TestCaseError::fail(format!("{e}: {once}")))?;
+    prop_assert_eq!(serde_json::to_value(&again).expect("serialise"), once);
+    Ok(())
+}
+
+/// The bounds each flag documents, on a command line clap accepted; and its request round-trips
+/// and, within this account, passes the engine's own check as it is.
+fn within_bounds(cli: &Cli) -> Result<(), TestCaseError> {
+    let g = &cli.global;
+    prop_assert!((1..=256).contains(&g.concurrency) && (1..=256).contains(&g.account_concurrency));
+    let seconds = |from: u64, to: u64| std::time::Duration::from_secs(from)..=std::time::Duration::from_secs(to);
+    prop_assert!(seconds(2, 3600).contains(&g.lease), "--lease {:?}", g.lease);
+    prop_assert!(seconds(1, 3600).contains(&g.attempt_timeout) && seconds(1, 3600).contains(&g.operation_timeout));
+    let request = match &cli.command {
+        Command::Evacuate(args) => args.request(),
+        Command::Recover(args) => args.request(),
+        Command::Shift(Shift::Start(args)) => args.request(),
+        _ => return Ok(()),
+    };
+    round_trips(&request)?;
+    // Checked through the document, whose keys stay what they are wherever a kind's options live.
+    let document = serde_json::to_value(&request).expect("serialise");
+    prop_assert!(
+        document.get("pace").is_none_or(|p| p.as_u64().is_some_and(|p| p >= 1)),
+        "{document}"
+    );
+    for key in ["drain_timeout_seconds", "pace_timeout_seconds", "wait_timeout_seconds"] {
+        prop_assert!(
+            document
+                .get(key)
+                .is_none_or(|s| s.as_u64().is_some_and(|s| s <= LONGEST_WAIT)),
+            "{document}"
+        );
+    }
+    if let Some(expires_in) = document.get("expires_in") {
+        prop_assert!(
+            parse_expires_in(expires_in.as_str().unwrap_or_default()).is_ok(),
+            "{document}"
+        );
+    }
+    // Across accounts the rules span flags (`--ou` needs `--accounts org`); within one, none do.
+    if request.fleet == Fleet::default() {
+        prop_assert!(
+            azevac::engine::validate(&request).is_ok(),
+            "{:?}",
+            azevac::engine::validate(&request)
+        );
+    }
+    Ok(())
+}
+
+/// A refused command line: `error:` first, the argument at fault named on that line, and the reason
+/// our own parser gave (when one did) in one line, shown whole.
+fn says_why(e: &clap::Error) -> Result<(), TestCaseError> {
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        prop_assert_eq!(e.exit_code(), 0);
+        return Ok(());
+    }
+    prop_assert_eq!(e.exit_code(), 2);
+    let text = e.render().to_string();
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        prop_assert!(text.contains("Usage:"), "{text}");
+        return Ok(());
+    }
+    let first = text.lines().next().unwrap_or_default();
+    prop_assert!(first.starts_with("error: "), "{text}");
+    for kind in [ContextKind::InvalidArg, ContextKind::InvalidSubcommand] {
+        match e.get(kind) {
+            // A name typed with a line break in it is shown up to the break.
+            Some(ContextValue::String(name)) => {
+                let shown = name.lines().next().unwrap_or_default();
+                prop_assert!(first.contains(shown), "{first:?} does not name {name:?}");
+            }
+            Some(ContextValue::Strings(names)) => {
+                for name in names {
+                    prop_assert!(text.contains(name.as_str()), "{text:?} does not name {name:?}");
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(reason) = std::error::Error::source(e) {
+        let reason = reason.to_string();
+        prop_assert!(!reason.is_empty() && !reason.contains('\n'), "{reason:?}");
+        prop_assert!(text.contains(&reason), "{text:?} does not show {reason:?}");
+    }
+    Ok(())
+}
+
+/// A plan document as `--dry-run --output json` writes it.
+fn sample_plan() -> Value {
+    json!({
         "command": "evacuate", "region": "us-east-1", "az_id": "use1-az2",
         "request": { "types": ["asg"], "pace": 2, "pace_timeout_seconds": 900, "expires_in": "3h" },
         "items": [{ "type": "asg", "resource": "arn:web", "name": "web", "az_id": "use1-az2",
                     "current_subnets": ["a", "b"], "removed_subnets": ["b"], "resulting_subnets": ["a"],
                     "status": "planned" }],
-    });
+    })
+}
+
+/// A real plan document with one field replaced by a value of another shape, as `apply` reads it:
+/// either it parses (and round-trips), and its request validates or is refused in one line naming
+/// that field or quoting its value; or the document is refused in one line whose position points
+/// at the value replaced.
+#[test]
+fn mutated_plans_parse_and_validate_or_say_where() {
+    let plan = sample_plan();
     let values = [
-        serde_json::json!(null),
-        serde_json::json!(0),
-        serde_json::json!(u64::MAX),
-        serde_json::json!(-1),
-        serde_json::json!("3é"),
-        serde_json::json!([]),
-        serde_json::json!({}),
+        json!(null),
+        json!(0),
+        json!(u64::MAX),
+        json!(-1),
+        json!("3é"),
+        json!([]),
+        json!({}),
     ];
     let paths: [&[&str]; 8] = [
         &["command"],
@@ -224,20 +471,61 @@ fn mutated_plans_never_panic() {
         &["items"],
         &["request"],
     ];
+    let (mut parsed, mut refused, mut invalid) = (0, 0, 0);
     for path in paths {
         for value in &values {
-            let mut doc = plan.clone();
-            let (last, parents) = path.split_last().expect("path");
-            let mut at = &mut doc;
-            for key in parents {
-                at = &mut at[*key];
-            }
-            at[*last] = value.clone();
-            if let Ok(plan) = serde_json::from_value::<Plan>(doc) {
-                let _ = azevac::engine::validate(&plan.request);
+            let with = |value: &Value| {
+                let mut doc = plan.clone();
+                let (last, parents) = path.split_last().expect("path");
+                let mut at = &mut doc;
+                for key in parents {
+                    at = &mut at[*key];
+                }
+                at[*last] = value.clone();
+                doc.to_string()
+            };
+            let text = with(value);
+            // Where the value sits in the one-line document (the prefix is the same whatever it is); serde_json's
+            // column counts the bytes read on the line, so it lies between the value's first byte and its end.
+            let start = with(&json!("\u{1}")).find("\"\\u0001\"").expect("marker");
+            let end = start + value.to_string().len();
+            let case = format!("{path:?} = {value}");
+            match serde_json::from_str::<Plan>(&text) {
+                Ok(plan) => {
+                    parsed += 1;
+                    round_trips_plan(&plan).unwrap_or_else(|e| panic!("{case}: {e}"));
+                    if let Err(e) = azevac::engine::validate(&plan.request) {
+                        invalid += 1;
+                        let message = e.to_string();
+                        let last = path.last().expect("path");
+                        let quoted = value
+                            .as_str()
+                            .map(|s| format!("{s:?}"))
+                            .unwrap_or_else(|| value.to_string());
+                        assert!(!message.contains('\n'), "{case}: {message:?}");
+                        assert!(
+                            message.contains(last) || message.contains(&quoted),
+                            "{case}: {message:?} names neither {last} nor {quoted}"
+                        );
+                    }
+                }
+                Err(e) => {
+                    refused += 1;
+                    let message = e.to_string();
+                    assert!(!message.contains('\n'), "{case}: {message:?}");
+                    assert!(
+                        e.line() == 1 && (start..=end).contains(&e.column()),
+                        "{case}: {message:?} does not point at {start}..{end} of {text}"
+                    );
+                }
             }
         }
     }
+    // The mutations reach each outcome (a change of the sample that loses one fails here).
+    assert!(
+        parsed > 0 && refused > 0 && invalid > 0,
+        "{parsed} parsed, {refused} refused, {invalid} invalid"
+    );
 }
 
 /// Malformed command lines through the real binary: a clear error and exit 2 (or a usage error),
