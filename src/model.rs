@@ -503,8 +503,16 @@ impl Request {
     /// A kind's options as its own type (serde; fields it does not name are other kinds'). A value
     /// of the wrong shape (a hand-edited plan file) is bad input, never read as a default.
     pub fn options_as<T: serde::de::DeserializeOwned>(&self) -> crate::Result<T> {
-        serde_json::from_value(serde_json::Value::Object(self.options.clone()))
-            .map_err(|e| crate::Error::BadInput(format!("request option: {e}")))
+        serde_json::from_value(serde_json::Value::Object(self.options.clone())).map_err(|e| {
+            // Name the option at fault: the one that does not parse on its own (every kind's
+            // options are optional, so each parses alone unless it is the bad one).
+            let alone = |key: &String, value: &serde_json::Value| {
+                let one = serde_json::Map::from_iter([(key.clone(), value.clone())]);
+                serde_json::from_value::<T>(serde_json::Value::Object(one)).is_err()
+            };
+            let key = self.options.iter().find(|(k, v)| alone(k, v)).map(|(k, _)| k.as_str());
+            crate::Error::BadInput(format!("request option {}: {e}", key.unwrap_or("?")))
+        })
     }
 
     /// The `--tag` filters as key/value pairs.

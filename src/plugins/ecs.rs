@@ -492,10 +492,14 @@ pub mod flags {
     }
 
     fn read(matches: &clap::ArgMatches, which: Command) -> crate::plugins::Options {
-        match (which, Given::from_arg_matches(matches)) {
-            (Command::Evacuate, Ok(given)) => to_options(&Options {
-                ecs_clusters: given.clusters,
-            }),
+        // Only the command that declares them may be asked for them (clap refuses an unknown id).
+        match which {
+            Command::Evacuate => match Given::from_arg_matches(matches) {
+                Ok(given) => to_options(&Options {
+                    ecs_clusters: given.clusters,
+                }),
+                Err(_) => crate::plugins::Options::new(),
+            },
             _ => crate::plugins::Options::new(),
         }
     }

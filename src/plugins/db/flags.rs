@@ -41,10 +41,14 @@ fn add(command: clap::Command, which: Command) -> clap::Command {
 }
 
 fn read(matches: &clap::ArgMatches, which: Command) -> crate::plugins::Options {
-    match (which, Given::from_arg_matches(matches)) {
-        (Command::Recover, Ok(given)) => to_options(&Options {
-            failback: given.failback,
-        }),
+    // Only the command that declares them may be asked for them (clap refuses an unknown id).
+    match which {
+        Command::Recover => match Given::from_arg_matches(matches) {
+            Ok(given) => to_options(&Options {
+                failback: given.failback,
+            }),
+            Err(_) => crate::plugins::Options::new(),
+        },
         _ => crate::plugins::Options::new(),
     }
 }

@@ -63,11 +63,15 @@ fn add(command: clap::Command, which: Command) -> clap::Command {
 }
 
 fn read(matches: &clap::ArgMatches, which: Command) -> crate::plugins::Options {
-    match (which, Given::from_arg_matches(matches)) {
-        (Command::Evacuate, Ok(given)) => to_options(&Options {
-            k8s_mode: Some(given.k8s_mode),
-            drain_timeout_seconds: Some(given.drain_timeout.as_secs()),
-        }),
+    // Only the command that declares them may be asked for them (clap refuses an unknown id).
+    match which {
+        Command::Evacuate => match Given::from_arg_matches(matches) {
+            Ok(given) => to_options(&Options {
+                k8s_mode: Some(given.k8s_mode),
+                drain_timeout_seconds: Some(given.drain_timeout.as_secs()),
+            }),
+            Err(_) => crate::plugins::Options::new(),
+        },
         _ => crate::plugins::Options::new(),
     }
 }
