@@ -15,6 +15,8 @@ use common::{
 
 /// us-east-1c is use1-az2 (the zone evacuated), 1b is use1-az1, 1d is use1-az4 in moto.
 const IN_ZONE: &str = "us-east-1c";
+/// What the journal holds for `orders` (journal format 2: the kind's actions as JSON).
+const ORDERS_WRITER: &str = r#"{"writer":{"id":"orders-1","az_id":"use1-az2"}}"#;
 
 /// `orders`: writer in the zone, readers in two other zones (tier 1 in use1-az4 beats tier 2 in
 /// use1-az1, though that one is larger). `ledger`: its only reader is in the zone too. `reports`: a
@@ -88,7 +90,7 @@ async fn issue_15_writers_leave_the_zone_and_stay_out_on_recover() {
     let dry = azevac(&moto, DB_DRY_RUN).expect_code(0).json();
     let orders = line(&dry, "orders");
     assert_eq!(orders["status"], "planned");
-    assert_eq!(orders["actions"][0], "writer:orders-1@use1-az2");
+    assert_eq!(orders["actions"][0], "writer: orders-1 in use1-az2");
     assert_eq!(
         orders["reason"],
         "fail over writer orders-1 (use1-az2) -> orders-3 (use1-az4)"
@@ -124,7 +126,7 @@ async fn issue_15_writers_leave_the_zone_and_stay_out_on_recover() {
     assert_eq!(journal.len(), 1, "{journal:?}");
     assert_eq!(attr_s(&journal[0], "resource_type"), "db");
     assert!(attr_s(&journal[0], "resource").ends_with(":cluster:orders"));
-    assert_eq!(attr_list(&journal[0], "actions"), ["writer:orders-1@use1-az2"]);
+    assert_eq!(attr_list(&journal[0], "actions"), [ORDERS_WRITER]);
     assert_eq!(attr_s(&journal[0], "state"), "done");
 
     // Nothing left to do: the moved writer is already evacuated, the rest still cannot move.
@@ -218,7 +220,7 @@ async fn issue_15_a_kill_around_the_failover_loses_nothing() {
         let journal = journal_items(&sdk).await;
         assert_eq!(journal.len(), 1, "the intent is journalled before the failover");
         assert_eq!(attr_s(&journal[0], "state"), "intent");
-        assert_eq!(attr_list(&journal[0], "actions"), ["writer:orders-1@use1-az2"]);
+        assert_eq!(attr_list(&journal[0], "actions"), [ORDERS_WRITER]);
 
         // Evacuating again finishes the job (or sees it done); recover then finds the writer.
         proxy.set(Faults::default());
@@ -375,7 +377,10 @@ async fn issue_15_a_multi_az_instance_fails_over_to_its_standby_and_back() {
         .iter()
         .find(|r| attr_s(r, "resource").ends_with(":db:billing"))
         .expect("billing's record");
-    assert_eq!(attr_list(record, "actions"), ["writer:billing@use1-az2"]);
+    assert_eq!(
+        attr_list(record, "actions"),
+        [r#"{"writer":{"id":"billing","az_id":"use1-az2"}}"#]
+    );
 
     let again = at(DB_EVACUATE).expect_code(0).json();
     assert_eq!(
@@ -498,4 +503,71 @@ async fn issue_15_unreadable_elasticache_fails_its_line_and_the_writers_still_mo
         why.contains("DescribeReplicationGroups") && why.contains("AccessDenied"),
         "{cache}"
     );
+}
+
+/// Writes a journal record exactly as azevac wrote it before journal format 2 (issue 32): the
+/// attributes of `src/journal/record.rs` `to_item`, without `format`, with the old action strings.
+pub(crate) async fn put_format_1_record(sdk: &aws_config::SdkConfig, arn: &str, name: &str, actions: &[&str]) {
+    use aws_sdk_dynamodb::types::AttributeValue as V;
+    let list = |values: &[&str]| V::L(values.iter().map(|v| V::S(v.to_string())).collect());
+    let when = "2026-11-30T09:00:00Z";
+    aws_sdk_dynamodb::Client::new(sdk)
+        .put_item()
+        .table_name(common::TABLE)
+        .item("az_id", V::S(common::ZONE.into()))
+        .item("resource", V::S(arn.into()))
+        .item("resource_type", V::S("db".into()))
+        .item("removed_subnets", list(&[]))
+        .item("state", V::S("done".into()))
+        .item("version", V::N("2".into()))
+        .item("original_subnets", list(&[]))
+        .item("actions", list(actions))
+        .item("resource_name", V::S(name.into()))
+        .item("run_id", V::S("run-before-format-2".into()))
+        .item("evacuated_by", V::S("arn:aws:iam::123456789012:user/operator".into()))
+        .item("azevac_version", V::S("0.31.0".into()))
+        .item("created_at", V::S(when.into()))
+        .item("updated_at", V::S(when.into()))
+        .send()
+        .await
+        .expect("PutItem");
+}
+
+/// Issue 32: a cluster's record written before journal format 2 (`writer:<id>@<az-id>`, no
+/// `format`) still recovers: `--failback` moves the writer back to the instance it names, and the
+/// record goes.
+#[tokio::test]
+async fn issue_32_an_old_cluster_record_still_fails_back() {
+    let moto = Moto::start();
+    let rds = seed(&moto).await;
+    let sdk = common::sdk(&moto).await;
+    // The evacuated state the record describes: orders' writer moved to orders-3 in use1-az4.
+    rds.failover_db_cluster()
+        .db_cluster_identifier("orders")
+        .target_db_instance_identifier("orders-3")
+        .send()
+        .await
+        .expect("FailoverDBCluster");
+    assert_eq!(writer(&rds, "orders").await, "orders-3");
+    let clusters = rds
+        .describe_db_clusters()
+        .db_cluster_identifier("orders")
+        .send()
+        .await
+        .expect("DescribeDBClusters");
+    let arn = clusters.db_clusters()[0].db_cluster_arn().expect("ARN").to_owned();
+    azevac(&moto, &["init"]).expect_code(0);
+    put_format_1_record(&sdk, &arn, "orders", &["writer:orders-1@use1-az2"]).await;
+
+    let back = azevac(
+        &moto,
+        &["recover", "--type", "db", "--failback", "--yes", "--output", "json"],
+    )
+    .expect_code(0)
+    .json();
+    let orders = line(&back, "orders");
+    assert_eq!(orders["status"], "done", "{orders}");
+    assert_eq!(orders["actions"][0], "writer now orders-1 in use1-az2");
+    assert_eq!(writer(&rds, "orders").await, "orders-1");
+    assert!(journal_items(&sdk).await.is_empty());
 }

@@ -117,11 +117,20 @@ fn modifications(proxy: &Proxy, group: &str) -> Vec<String> {
 
 const TURN_OFF: &str = "AutomaticFailoverEnabled=false MultiAZEnabled=false";
 const TURN_ON: &str = "AutomaticFailoverEnabled=true MultiAZEnabled=true";
+/// What the journal holds for `guarded` (journal format 2: the kind's actions as JSON).
 const GUARDED_MARKERS: [&str; 3] = [
-    "primary:guarded-001@use1-az2",
-    "turned-off:automatic-failover",
-    "turned-off:multi-az",
+    r#"{"primary":{"node":"guarded-001","az_id":"use1-az2"}}"#,
+    r#"{"turned_off":{"setting":"automatic_failover"}}"#,
+    r#"{"turned_off":{"setting":"multi_az"}}"#,
 ];
+/// The same, as the plan shows them.
+const GUARDED_WORDS: [&str; 3] = [
+    "primary: guarded-001 in use1-az2",
+    "turned off: automatic failover",
+    "turned off: Multi-AZ",
+];
+/// What the journal holds for `sessions`.
+const SESSIONS_PRIMARY: &str = r#"{"primary":{"node":"sessions-001","az_id":"use1-az2"}}"#;
 
 type JournalItem = std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>;
 
@@ -167,7 +176,7 @@ async fn issue_15_cache_primaries_leave_the_zone_and_stay_out_on_recover() {
     let dry = azevac_at(&proxy.endpoint, DB_DRY_RUN, &[]).expect_code(0).json();
     let sessions = line(&dry, "sessions");
     assert_eq!(sessions["status"], "planned");
-    assert_eq!(sessions["actions"][0], "primary:sessions-001@use1-az2");
+    assert_eq!(sessions["actions"][0], "primary: sessions-001 in use1-az2");
     assert_eq!(
         sessions["reason"],
         "fail over primary sessions-001 (use1-az2) -> sessions-002 (use1-az4)"
@@ -180,7 +189,7 @@ async fn issue_15_cache_primaries_leave_the_zone_and_stay_out_on_recover() {
     );
     let guarded = line(&dry, "guarded");
     assert_eq!(guarded["status"], "planned", "{guarded}");
-    assert_eq!(guarded["actions"], serde_json::json!(GUARDED_MARKERS));
+    assert_eq!(guarded["actions"], serde_json::json!(GUARDED_WORDS));
     assert_eq!(
         guarded["reason"],
         "turn off Multi-AZ/automatic failover, fail over primary guarded-001 (use1-az2) -> guarded-002 (use1-az4), \
@@ -243,7 +252,7 @@ async fn issue_15_cache_primaries_leave_the_zone_and_stay_out_on_recover() {
     let journal = journal_items(&sdk).await;
     assert_eq!(journal.len(), 2, "{journal:?}");
     let sessions = record_of(&journal, "sessions");
-    assert_eq!(attr_list(sessions, "actions"), ["primary:sessions-001@use1-az2"]);
+    assert_eq!(attr_list(sessions, "actions"), [SESSIONS_PRIMARY]);
     assert_eq!(attr_s(sessions, "state"), "done");
     let guarded = record_of(&journal, "guarded");
     assert_eq!(attr_list(guarded, "actions"), GUARDED_MARKERS);
@@ -554,7 +563,7 @@ async fn issue_15_a_kill_around_the_promotion_loses_nothing() {
         let journal = journal_items(&sdk).await;
         assert_eq!(journal.len(), 1, "the intent is journalled before the promotion");
         assert_eq!(attr_s(&journal[0], "state"), "intent");
-        assert_eq!(attr_list(&journal[0], "actions"), ["primary:sessions-001@use1-az2"]);
+        assert_eq!(attr_list(&journal[0], "actions"), [SESSIONS_PRIMARY]);
 
         proxy.set(Faults::default());
         let again = azevac_at(&proxy.endpoint, &evacuate_only("sessions"), &[])
@@ -592,6 +601,55 @@ async fn issue_15_a_failback_killed_half_way_is_finished_by_the_next_recover() {
     assert_eq!(run_watched(&proxy, FAILBACK), None, "killed after turning them off");
     assert_eq!(settings(&cache, "guarded").await, off());
     assert_eq!(attr_list(&journal_items(&sdk).await[0], "actions"), GUARDED_MARKERS);
+
+    fail_back_guarded(
+        &proxy,
+        "fail over primary guarded-002 (use1-az4) -> guarded-001 (use1-az2), turn Multi-AZ/automatic failover back on",
+    );
+    assert_eq!(
+        modifications(&proxy, "guarded"),
+        ["PrimaryClusterId=guarded-001", TURN_ON]
+    );
+    assert_eq!(primary(&proxy, "guarded").as_deref(), Some("guarded-001"));
+    assert_eq!(settings(&cache, "guarded").await, on());
+    assert!(journal_items(&sdk).await.is_empty());
+}
+
+/// Issue 32: a replication group's record written before journal format 2
+/// (`primary:<node>@<az-id>`, `turned-off:<setting>`, no `format`), with the group as a run killed
+/// after the promotion left it (primary out of the zone, Multi-AZ and automatic failover off):
+/// `recover --failback` promotes the node the record names, turns back on what it says azevac
+/// turned off, and the record goes.
+#[tokio::test]
+async fn issue_32_an_old_group_record_still_fails_back_and_turns_failover_on() {
+    let (_moto, proxy, cache, sdk) = start().await;
+    cache
+        .modify_replication_group()
+        .replication_group_id("guarded")
+        .automatic_failover_enabled(false)
+        .multi_az_enabled(false)
+        .apply_immediately(true)
+        .send()
+        .await
+        .expect("ModifyReplicationGroup");
+    proxy.cache(|c| {
+        c.primaries.insert("guarded".into(), "guarded-002".into());
+    });
+    assert_eq!(settings(&cache, "guarded").await, off());
+    let groups = cache
+        .describe_replication_groups()
+        .replication_group_id("guarded")
+        .send()
+        .await
+        .expect("DescribeReplicationGroups");
+    let arn = groups.replication_groups()[0].arn().expect("ARN").to_owned();
+    azevac_at(&proxy.endpoint, &["init"], &[]).expect_code(0);
+    let old = [
+        "primary:guarded-001@use1-az2",
+        "turned-off:automatic-failover",
+        "turned-off:multi-az",
+    ];
+    crate::db::put_format_1_record(&sdk, &arn, "guarded", &old).await;
 
     fail_back_guarded(
         &proxy,

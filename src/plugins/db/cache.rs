@@ -4,6 +4,7 @@
 //! never `TestFailover`. ElastiCache refuses that promotion while automatic failover is on, so a
 //! group with it on is moved in three steps (turn it off, promote, turn back on what was on), and
 //! the journal says what azevac turned off ([`FailoverSettings::actions`]) until it is on again.
+//! The three steps themselves are in [`super::sequence`].
 //! Cluster mode enabled: listed as not movable, with why (see [`SHARDS_NOT_MOVABLE`]).
 
 use std::collections::BTreeMap;
@@ -12,16 +13,12 @@ use std::time::Duration;
 use aws_sdk_elasticache::types::{AutomaticFailoverStatus, MultiAzStatus, ReplicationGroup};
 use serde::{Deserialize, Serialize};
 
-use super::{Database, Decision, Failover, Kind, Member};
-use crate::model::Record;
+use super::actions::{Action, Setting};
+use super::decide::Decision;
+use super::types::{Database, Failover, Kind, Member};
 use crate::topology::Zones;
 use crate::{Error, Result};
 
-/// The journal action saying azevac turned a group's automatic failover off: `turned-off:<setting>`.
-const TURNED_OFF: &str = "turned-off:";
-/// The setting names after [`TURNED_OFF`].
-const AUTOMATIC_FAILOVER: &str = "automatic-failover";
-const MULTI_AZ: &str = "multi-az";
 /// Why the shards of a cluster-mode-enabled group are not moved: the control plane reports no
 /// shard's primary, and its only per-shard failover lets the service choose the replica.
 pub const SHARDS_NOT_MOVABLE: &str = "cluster mode enabled: ElastiCache reports no shard's primary \
@@ -77,24 +74,26 @@ impl FailoverSettings {
         }
     }
 
-    /// The journal actions saying azevac turned these off (`turned-off:automatic-failover`,
-    /// `turned-off:multi-az`): written ahead of turning them off, and kept (the journal joins a
-    /// re-run's actions to the record's), so any later run knows to turn them on again.
-    pub fn actions(self) -> Vec<String> {
-        [(self.automatic_failover, AUTOMATIC_FAILOVER), (self.multi_az, MULTI_AZ)]
-            .into_iter()
-            .filter(|(on, _)| *on)
-            .map(|(_, name)| format!("{TURNED_OFF}{name}"))
-            .collect()
+    /// The journal actions saying azevac turned these off (automatic failover, then Multi-AZ):
+    /// written ahead of turning them off, and kept (the journal joins a re-run's actions to the
+    /// record's), so any later run knows to turn them on again.
+    pub fn actions(self) -> Vec<Action> {
+        [
+            (self.automatic_failover, Setting::AutomaticFailover),
+            (self.multi_az, Setting::MultiAz),
+        ]
+        .into_iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, setting)| Action::TurnedOff { setting })
+        .collect()
     }
 
-    /// What a record says azevac turned off (nothing without a record).
-    pub fn journalled(record: Option<&Record>) -> FailoverSettings {
-        let turned_off =
-            |name: &str| record.is_some_and(|r| r.actions.iter().any(|a| a.strip_prefix(TURNED_OFF) == Some(name)));
+    /// What a record's actions say azevac turned off (nothing, for no actions).
+    pub fn journalled(actions: &[Action]) -> FailoverSettings {
+        let turned_off = |setting: Setting| actions.contains(&Action::TurnedOff { setting });
         FailoverSettings {
-            automatic_failover: turned_off(AUTOMATIC_FAILOVER),
-            multi_az: turned_off(MULTI_AZ),
+            automatic_failover: turned_off(Setting::AutomaticFailover),
+            multi_az: turned_off(Setting::MultiAz),
         }
     }
 }
@@ -260,11 +259,7 @@ impl ElastiCache {
                 .send()
                 .await
                 .map_err(|e| Error::from_sdk("elasticache:ListTagsForResource", e))?;
-            let pairs = out
-                .tag_list()
-                .iter()
-                .filter_map(|t| Some((t.key()?.to_owned(), t.value().unwrap_or_default().to_owned())))
-                .collect();
+            let pairs = crate::plugins::tags::fold(out.tag_list().iter().map(|t| (t.key(), t.value())));
             tags.insert(arn.to_owned(), pairs);
         }
         Ok(assemble(&groups, &tags, zones))
