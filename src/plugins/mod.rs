@@ -30,6 +30,7 @@ pub mod db;
 pub mod ecs;
 pub mod eks;
 pub mod karpenter;
+pub mod kube;
 pub mod lambda;
 pub mod nat;
 pub mod subnets;
