@@ -116,6 +116,13 @@ fn rbac_of(request: &str) -> (&'static str, String, &'static str) {
     (group, resource, verb)
 }
 
+/// A NodePool's stored requirements, to edit.
+fn requirements_of(pool: &mut Value) -> &mut Vec<Value> {
+    pool["spec"]["template"]["spec"]["requirements"]
+        .as_array_mut()
+        .expect("requirements")
+}
+
 fn zone_requirement(key: &str, operator: &str, values: &[&str]) -> Value {
     json!({ "key": key, "operator": operator, "values": values })
 }
@@ -697,17 +704,12 @@ async fn issue_32_records_written_before_typed_actions_still_recover() {
     {
         // The NodePools and the node as that run left them.
         let mut st = setup.kube.state.lock().expect("state");
-        let requirements = |p: &mut Value| -> &mut Vec<Value> {
-            p["spec"]["template"]["spec"]["requirements"]
-                .as_array_mut()
-                .expect("requirements")
-        };
         st.edit_nodepool("general", |p| {
-            requirements(p)[5]["values"] = json!(["us-east-1b", "us-east-1d"])
+            requirements_of(p)[5]["values"] = json!(["us-east-1b", "us-east-1d"])
         });
-        st.edit_nodepool("batch", |p| requirements(p)[1]["values"] = json!(["use1-az1", ZONE]));
+        st.edit_nodepool("batch", |p| requirements_of(p)[1]["values"] = json!(["use1-az1", ZONE]));
         st.edit_nodepool("platform", |p| {
-            requirements(p).push(zone_requirement("topology.k8s.aws/zone-id", "NotIn", &[ZONE]))
+            requirements_of(p).push(zone_requirement("topology.k8s.aws/zone-id", "NotIn", &[ZONE]))
         });
         st.edit_node(ours, |n| {
             n["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] = json!("true")

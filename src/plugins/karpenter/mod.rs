@@ -5,10 +5,9 @@
 //! With `--k8s-mode noschedule` it also annotates the zone's Karpenter nodes
 //! `karpenter.sh/do-not-disrupt`, so that drift does not replace the nodes that keep serving.
 //!
-//! Clusters are those of `--kube-context`, as for the `eks` type; a cluster without the NodePool
+//! Clusters are those of `--kube-context` ([`kube::clusters_of`]); a cluster without the NodePool
 //! CRD has no NodePools. Every write is a merge patch carrying the `resourceVersion` it was
 //! computed from (409 → read again and compute again), like node writes.
-
 //!
 //! The plugin is here; [`requirements`] and [`decide`] plan (pure), [`client`] reads, [`act`]
 //! carries lines out, [`actions`] is what the journal keeps.
@@ -51,7 +50,7 @@ pub struct NodePools {
     mode: Mode,
 }
 
-/// Registry constructor: the clusters of `--kube-context`, as for `eks`.
+/// Registry constructor: the clusters of `--kube-context`.
 pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box<dyn Plugin>>>> {
     Box::pin(async move {
         let clusters = kube::clusters_of(setup, TYPE, "Karpenter NodePools").await?;
