@@ -519,11 +519,11 @@ mod tests {
         assert_eq!(back, request);
         assert_eq!(back.tag_pairs(), [("team".to_string(), "a=b".to_string())]);
         // A kind's options, read back as its own type.
-        let kube: crate::plugins::eks::flags::Options = back.options_as().expect("kube options");
-        assert_eq!(kube.k8s_mode, Some(crate::plugins::eks::Mode::Drain));
+        let kube: crate::plugins::kube::flags::Options = back.options_as().expect("kube options");
+        assert_eq!(kube.k8s_mode, Some(crate::plugins::kube::Mode::Drain));
         let wrong = serde_json::from_str::<Request>(r#"{"k8s_mode":7}"#).expect("any JSON value");
         assert!(
-            wrong.options_as::<crate::plugins::eks::flags::Options>().is_err(),
+            wrong.options_as::<crate::plugins::kube::flags::Options>().is_err(),
             "never a default"
         );
     }

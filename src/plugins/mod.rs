@@ -30,6 +30,7 @@ pub mod db;
 pub mod ecs;
 pub mod eks;
 pub mod karpenter;
+pub mod kube;
 pub mod lambda;
 pub mod nat;
 pub mod subnets;
@@ -197,7 +198,7 @@ pub const REGISTRY: &[Registration] = &[
         changes_through: &[],
         iam_actions: &[],
         build: eks::plugin,
-        flags: Some(&eks::flags::FLAGS),
+        flags: Some(&kube::flags::FLAGS),
     },
     Registration {
         name: karpenter::TYPE,
@@ -205,7 +206,7 @@ pub const REGISTRY: &[Registration] = &[
         changes_through: &[],
         iam_actions: &[],
         build: karpenter::plugin,
-        flags: Some(&eks::flags::FLAGS),
+        flags: Some(&kube::flags::FLAGS),
     },
     Registration {
         name: zonal_shift::TYPE,

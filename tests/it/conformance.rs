@@ -74,11 +74,11 @@ const KINDS: [Kind; 8] = [
 
 impl Kind {
     /// Whether a recover keeps the record of a resource that has vanished (until `--forget-missing`):
-    /// the kinds whose change lives outside the object (a group's, service's, function's subnets, a
-    /// route, a writer) do; a node's taint, a NodePool's requirement and a shift end with the object,
-    /// so their records go with it.
+    /// every kind that keeps a record of a resource does (a group's, service's, function's subnets,
+    /// a route, a writer, a node's taint, a NodePool's requirement: issue 32); a shift's record says
+    /// nothing of the resource, and cancelling the shift is the whole recovery.
     fn keeps_a_vanished_record(self) -> bool {
-        !matches!(self, Kind::Eks | Kind::Karpenter | Kind::ZonalShift)
+        !matches!(self, Kind::ZonalShift)
     }
 
     /// The `--type` value, as the registry names it.

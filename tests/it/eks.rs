@@ -4,6 +4,8 @@
 
 use crate::common;
 
+use azevac::action::Action as _;
+use azevac::plugins::eks;
 use serde_json::{json, Value};
 
 use common::kube::{fixture_items, Cluster};
@@ -64,6 +66,18 @@ fn taint_keys(node: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A record's actions in the plan's words, each checked to be a typed action (journal format 2).
+fn words(actions: &[String]) -> Vec<String> {
+    actions
+        .iter()
+        .map(|a| {
+            serde_json::from_str::<eks::Action>(a)
+                .unwrap_or_else(|e| panic!("{a} is not a typed action: {e}"))
+                .describe()
+        })
+        .collect()
+}
+
 fn cordoned(node: &Value) -> bool {
     node["spec"]["unschedulable"].as_bool().unwrap_or(false)
 }
@@ -122,7 +136,7 @@ async fn noexecute_taints_the_zone_and_recover_removes_only_ours() {
         assert_eq!(attr_s(item, "resource_type"), "eks");
         assert!(attr_s(item, "resource").starts_with(&format!("{CLUSTER}/ip-10-0-2-")));
         assert_eq!(
-            attr_list(item, "actions"),
+            words(&attr_list(item, "actions")),
             ["taint:azevac.io/evacuated=use1-az2:NoExecute"]
         );
         assert_eq!(attr_s(item, "state"), "done");
@@ -147,14 +161,21 @@ async fn noexecute_taints_the_zone_and_recover_removes_only_ours() {
         fresh["spec"]["taints"] = json!([]);
         st.add_node(fresh);
     }
-    // And autoscaling replaced the GPU node: its record is reported and removed.
+    // And autoscaling replaced the GPU node: its record is reported and kept for the operator to
+    // decide on (exit 1, issue 32), until --forget-missing.
     setup.kube.state.lock().expect("state").nodes.remove(AZ2_NODES[1]);
-    let recovered = setup.run(&["recover", "--az-id", ZONE, "--yes"]).expect_code(0);
+    let recovered = setup.run(&["recover", "--az-id", ZONE, "--yes"]).expect_code(1);
     assert!(
-        recovered.stdout.contains("node no longer exists"),
+        recovered.stdout.contains("node no longer exists: journal record kept"),
         "{}",
         recovered.stdout
     );
+    let kept = journal_items(&aws_sdk(&setup).await).await;
+    assert_eq!(kept.len(), 1, "only the vanished node's record is kept");
+    assert!(attr_s(&kept[0], "resource").ends_with(AZ2_NODES[1]));
+    setup
+        .run(&["recover", "--az-id", ZONE, "--yes", "--forget-missing"])
+        .expect_code(0);
     assert_eq!(
         taint_keys(&setup.node(AZ2_NODES[0])),
         ["maintenance:NoSchedule"],
@@ -195,7 +216,7 @@ async fn noschedule_cordons_and_recover_uncordons_only_what_azevac_cordoned() {
         actions
             .iter()
             .find(|(r, _)| r.ends_with(node))
-            .map(|(_, a)| a.clone())
+            .map(|(_, a)| words(a))
             .unwrap_or_default()
     };
     assert_eq!(
@@ -382,7 +403,7 @@ async fn a_saved_node_plan_applies_with_its_own_mode() {
     assert!(stale.stderr.contains(AZ2_NODES[0]), "{}", stale.stderr);
 }
 
-/// The journal records of the nodes, by node name: (actions, state).
+/// The journal records of the nodes, by node name: (actions in the plan's words, state).
 async fn node_records(setup: &Setup) -> std::collections::BTreeMap<String, (Vec<String>, String)> {
     journal_items(&aws_sdk(setup).await)
         .await
@@ -391,7 +412,7 @@ async fn node_records(setup: &Setup) -> std::collections::BTreeMap<String, (Vec<
         .map(|i| {
             let resource = attr_s(i, "resource");
             let node = resource.rsplit('/').next().unwrap_or_default().to_owned();
-            (node, (attr_list(i, "actions"), attr_s(i, "state")))
+            (node, (words(&attr_list(i, "actions")), attr_s(i, "state")))
         })
         .collect()
 }
@@ -615,5 +636,60 @@ async fn issue_31_a_node_replaced_under_the_same_name_is_not_touched() {
         taint_keys(&node).iter().all(|t| !t.starts_with("azevac")),
         "azevac's taint on the new node is undone"
     );
+    assert!(journal_items(&aws_sdk(&setup).await).await.is_empty());
+}
+
+/// Issue 32: records written before journal format 2 (no `format`; the actions as the strings
+/// `taint:KEY=VALUE:EFFECT`, `cordon`, `drain`) still recover: azevac's taint and cordon are
+/// undone, a drain needs nothing, everything else stays, and the records are deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_32_records_written_before_typed_actions_still_recover() {
+    let setup = Setup::new(CLUSTER, "eks", standard_cluster());
+    azevac_at(&setup.moto.endpoint, &["init"], &[]).expect_code(0);
+    let ours = |effect: &str| json!({ "key": "azevac.io/evacuated", "value": ZONE, "effect": effect });
+    {
+        // The nodes as those runs left them.
+        let mut st = setup.kube.state.lock().expect("state");
+        st.edit_node(AZ2_NODES[0], |n| {
+            n["spec"]["unschedulable"] = json!(true);
+            n["spec"]["taints"] = json!([ours("NoSchedule")]);
+        });
+        st.edit_node(AZ2_NODES[1], |n| {
+            n["spec"]["taints"]
+                .as_array_mut()
+                .expect("the GPU node's own taint")
+                .push(ours("NoExecute"))
+        });
+        // Drained by azevac, cordoned by someone else.
+        st.edit_node(AZ2_NODES[2], |n| n["spec"]["unschedulable"] = json!(true));
+    }
+    let uid = format!("uid-{}", AZ2_NODES[0]);
+    let records: [(&str, &[&str], _); 3] = [
+        (
+            AZ2_NODES[0],
+            &["taint:azevac.io/evacuated=use1-az2:NoSchedule", "cordon"],
+            Some((uid.as_str(), Some("i-09848821191019212"))),
+        ),
+        (AZ2_NODES[1], &["taint:azevac.io/evacuated=use1-az2:NoExecute"], None),
+        (AZ2_NODES[2], &["drain"], None),
+    ];
+    for (node, actions, identity) in records {
+        common::kube::put_format_1_record(&setup.moto, &format!("{CLUSTER}/{node}"), "eks", actions, identity).await;
+    }
+
+    let plan = setup
+        .run(&["recover", "--dry-run", "--output", "json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(
+        node_line(&plan, AZ2_NODES[0])["actions"],
+        json!(["untaint:azevac.io/evacuated=use1-az2:NoSchedule", "uncordon"]),
+        "{plan}"
+    );
+    setup.run(&["recover", "--yes"]).expect_code(0);
+    assert!(!cordoned(&setup.node(AZ2_NODES[0])));
+    assert!(taint_keys(&setup.node(AZ2_NODES[0])).is_empty());
+    assert_eq!(taint_keys(&setup.node(AZ2_NODES[1])), ["nvidia.com/gpu:NoSchedule"]);
+    assert!(cordoned(&setup.node(AZ2_NODES[2])), "someone else's cordon stays");
     assert!(journal_items(&aws_sdk(&setup).await).await.is_empty());
 }

@@ -8,6 +8,8 @@ use crate::common;
 
 use std::collections::BTreeMap;
 
+use azevac::action::Action as _;
+use azevac::plugins::karpenter;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use serde_json::{json, Value};
 
@@ -114,6 +116,13 @@ fn rbac_of(request: &str) -> (&'static str, String, &'static str) {
     (group, resource, verb)
 }
 
+/// A NodePool's stored requirements, to edit.
+fn requirements_of(pool: &mut Value) -> &mut Vec<Value> {
+    pool["spec"]["template"]["spec"]["requirements"]
+        .as_array_mut()
+        .expect("requirements")
+}
+
 fn zone_requirement(key: &str, operator: &str, values: &[&str]) -> Value {
     json!({ "key": key, "operator": operator, "values": values })
 }
@@ -127,6 +136,8 @@ fn line<'a>(out: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no line {name} in {out}"))
 }
 
+/// The journal's records by resource: (type, actions in the plan's words, each checked to be a
+/// typed action of journal format 2).
 async fn journal(setup: &Setup) -> BTreeMap<String, (String, Vec<String>)> {
     journal_items(&common::sdk(&setup.moto).await)
         .await
@@ -134,8 +145,20 @@ async fn journal(setup: &Setup) -> BTreeMap<String, (String, Vec<String>)> {
         .map(|i| {
             (
                 attr_s(i, "resource"),
-                (attr_s(i, "resource_type"), attr_list(i, "actions")),
+                (attr_s(i, "resource_type"), words(&attr_list(i, "actions"))),
             )
+        })
+        .collect()
+}
+
+/// Stored actions in the plan's words; each must be a typed action (JSON), not an old string.
+fn words(actions: &[String]) -> Vec<String> {
+    actions
+        .iter()
+        .map(|a| {
+            serde_json::from_str::<karpenter::Action>(a)
+                .unwrap_or_else(|e| panic!("{a} is not a typed action: {e}"))
+                .describe()
         })
         .collect()
 }
@@ -664,5 +687,110 @@ async fn issue_31_a_nodepool_or_node_replaced_under_the_same_name_is_not_touched
             "{name}"
         );
     }
+    assert!(journal(&setup).await.is_empty());
+}
+
+/// Issue 32: records written before journal format 2 (no `format`; the actions as the strings
+/// `requirement:KEY NotIn VALUE`, `notin-value:KEY=VALUE`, `in-value-removed:KEY=VALUE@AT`,
+/// `annotate:karpenter.sh/do-not-disrupt=true`) still recover: each NodePool gets its zone back
+/// where it was, the node loses azevac's annotation, and the records are deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_32_records_written_before_typed_actions_still_recover() {
+    let (cluster, ours, _) = karpenter_nodes_cluster();
+    let setup = Setup::new(cluster);
+    common::azevac_at(&setup.moto.endpoint, &["init"], &[]).expect_code(0);
+    let original = setup.pools();
+    let node_before = setup.node(ours);
+    {
+        // The NodePools and the node as that run left them.
+        let mut st = setup.kube.state.lock().expect("state");
+        st.edit_nodepool("general", |p| {
+            requirements_of(p)[5]["values"] = json!(["us-east-1b", "us-east-1d"])
+        });
+        st.edit_nodepool("batch", |p| requirements_of(p)[1]["values"] = json!(["use1-az1", ZONE]));
+        st.edit_nodepool("platform", |p| {
+            requirements_of(p).push(zone_requirement("topology.k8s.aws/zone-id", "NotIn", &[ZONE]))
+        });
+        st.edit_node(ours, |n| {
+            n["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] = json!("true")
+        });
+    }
+    let records = [
+        (
+            format!("{CLUSTER}/nodepool/general"),
+            format!("in-value-removed:topology.kubernetes.io/zone={ZONE_NAME}@1"),
+        ),
+        (
+            format!("{CLUSTER}/nodepool/batch"),
+            format!("notin-value:topology.k8s.aws/zone-id={ZONE}"),
+        ),
+        (
+            format!("{CLUSTER}/nodepool/platform"),
+            format!("requirement:topology.k8s.aws/zone-id NotIn {ZONE}"),
+        ),
+        (
+            format!("{CLUSTER}/node/{ours}"),
+            "annotate:karpenter.sh/do-not-disrupt=true".to_owned(),
+        ),
+    ];
+    for (resource, action) in &records {
+        common::kube::put_format_1_record(&setup.moto, resource, "karpenter", &[action.as_str()], None).await;
+    }
+
+    let plan = setup
+        .run(&["recover", "--dry-run", "--output", "json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(
+        line(&plan, "nodepool/general")["actions"],
+        json!([format!(
+            "revert in-value-removed:topology.kubernetes.io/zone={ZONE_NAME}@1"
+        )]),
+        "{plan}"
+    );
+    setup.run(&["recover", "--yes"]).expect_code(0);
+    for name in ["general", "batch", "platform", "pinned"] {
+        assert_eq!(
+            setup.requirements(name),
+            original[name]["spec"]["template"]["spec"]["requirements"],
+            "{name}"
+        );
+    }
+    assert_eq!(
+        setup.node(ours)["metadata"]["annotations"].get("karpenter.sh/do-not-disrupt"),
+        node_before["metadata"]["annotations"].get("karpenter.sh/do-not-disrupt"),
+        "azevac's annotation is gone"
+    );
+    assert!(journal(&setup).await.is_empty());
+}
+
+/// Issue 32: a NodePool deleted after the evacuation keeps its record for the operator to decide
+/// on (exit 1), until `--forget-missing` drops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_32_a_vanished_nodepools_record_is_kept_until_forget_missing() {
+    let setup = Setup::new(cluster());
+    setup.run(&["evacuate", "--az-id", ZONE, "--yes"]).expect_code(0);
+    setup
+        .kube
+        .state
+        .lock()
+        .expect("state")
+        .nodepools
+        .as_mut()
+        .expect("nodepools")
+        .remove("batch");
+    let run = setup.run(&["recover", "--yes", "--output", "json"]).expect_code(1);
+    let gone = line(&run.json(), "nodepool/batch").clone();
+    assert_eq!(gone["status"], "skipped", "{gone}");
+    assert!(
+        gone["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("NodePool no longer exists: journal record kept"),
+        "{gone}"
+    );
+    let left: Vec<String> = journal(&setup).await.into_keys().collect();
+    assert_eq!(left, [format!("{CLUSTER}/nodepool/batch")]);
+    setup.run(&["recover", "--yes", "--forget-missing"]).expect_code(0);
     assert!(journal(&setup).await.is_empty());
 }

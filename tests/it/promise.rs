@@ -7,6 +7,8 @@ use crate::common;
 
 use std::collections::BTreeMap;
 
+use azevac::action::Action as _;
+use azevac::plugins::{eks, karpenter};
 use serde_json::{json, Value};
 
 use common::kube::{fixture, fixture_items, Cluster, Harness, KillWhen};
@@ -25,11 +27,23 @@ fn nodes() -> Cluster {
     cluster
 }
 
+/// The journal's records by resource: their actions in the plan's words, each checked to be a
+/// typed action of journal format 2 (a node's or a NodePool's).
 async fn records(moto: &Moto) -> BTreeMap<String, Vec<String>> {
+    let words = |actions: Vec<String>| -> Vec<String> {
+        actions
+            .iter()
+            .map(|a| {
+                let node = serde_json::from_str::<eks::Action>(a).map(|a| a.describe());
+                node.or_else(|_| serde_json::from_str::<karpenter::Action>(a).map(|a| a.describe()))
+                    .unwrap_or_else(|e| panic!("{a} is not a typed action: {e}"))
+            })
+            .collect()
+    };
     journal_items(&common::sdk(moto).await)
         .await
         .iter()
-        .map(|i| (attr_s(i, "resource"), attr_list(i, "actions")))
+        .map(|i| (attr_s(i, "resource"), words(attr_list(i, "actions"))))
         .collect()
 }
 

@@ -714,3 +714,42 @@ async fn evict(State(state): Shared, UrlPath((ns, name)): UrlPath<(String, Strin
     )
         .into_response()
 }
+
+/// Write a journal record exactly as azevac wrote it before journal format 2 (issue 32): the
+/// attributes of `src/journal/record.rs`'s `to_item` without `format`, the actions as that
+/// version's strings, in state `done`. `identity`: the object's uid and, for a node, its instance.
+pub async fn put_format_1_record(
+    moto: &Moto,
+    resource: &str,
+    resource_type: &str,
+    actions: &[&str],
+    identity: Option<(&str, Option<&str>)>,
+) {
+    use aws_sdk_dynamodb::types::AttributeValue as V;
+    let list = |values: &[&str]| V::L(values.iter().map(|v| V::S((*v).to_owned())).collect());
+    let name = resource.rsplit_once(":cluster/").map_or(resource, |(_, n)| n);
+    let mut put = aws_sdk_dynamodb::Client::new(&super::sdk(moto).await)
+        .put_item()
+        .table_name(super::TABLE)
+        .item("az_id", V::S(super::ZONE.into()))
+        .item("resource", V::S(resource.into()))
+        .item("resource_type", V::S(resource_type.into()))
+        .item("removed_subnets", list(&[]))
+        .item("state", V::S("done".into()))
+        .item("version", V::N("2".into()))
+        .item("original_subnets", list(&[]))
+        .item("actions", list(actions))
+        .item("resource_name", V::S(name.into()))
+        .item("run_id", V::S("run-20261101-0900".into()))
+        .item("azevac_version", V::S("0.31.0".into()))
+        .item("created_at", V::S("2026-11-01T09:00:00Z".into()))
+        .item("updated_at", V::S("2026-11-01T09:00:01Z".into()));
+    if let Some((uid, instance)) = identity {
+        let mut map = std::collections::HashMap::from([("uid".to_owned(), V::S(uid.into()))]);
+        if let Some(instance) = instance {
+            map.insert("instance_id".to_owned(), V::S(instance.into()));
+        }
+        put = put.item("identity", V::M(map));
+    }
+    put.send().await.expect("PutItem of a format 1 record");
+}
