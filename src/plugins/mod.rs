@@ -32,6 +32,7 @@ pub mod eks;
 pub mod karpenter;
 pub mod lambda;
 pub mod nat;
+pub mod shifted;
 pub mod subnets;
 pub mod tags;
 pub mod wait;
