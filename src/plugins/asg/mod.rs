@@ -27,7 +27,7 @@ use crate::{Error, Result};
 
 pub use actions::Action;
 pub use guard::target_groups;
-use waits::{capacity_in_place, Pace};
+use waits::Pace;
 
 /// The `--type` value and journal `resource_type` of Auto Scaling groups.
 pub const TYPE: &str = "asg";

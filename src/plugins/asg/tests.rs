@@ -1,5 +1,6 @@
 //! The `asg` kind's pure checks, its journal actions old and new, and pacing against mocks.
 
+use super::waits::capacity_in_place;
 use super::*;
 use crate::action::Action as _;
 
