@@ -118,24 +118,9 @@ pub fn validate(fleet: &Fleet, types: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// The AWS partition a region is in, for role ARNs.
-pub fn partition_of(region: &str) -> &'static str {
-    if region.starts_with("cn-") {
-        "aws-cn"
-    } else if region.starts_with("us-gov-") {
-        "aws-us-gov"
-    } else if region.starts_with("us-iso-") {
-        "aws-iso"
-    } else if region.starts_with("us-isob-") {
-        "aws-iso-b"
-    } else {
-        "aws"
-    }
-}
-
 /// The role azevac assumes in `account`.
 pub fn role_arn(fleet: &Fleet, account: &str, region: &str) -> String {
-    let partition = partition_of(region);
+    let partition = crate::arn::partition(region);
     match &fleet.role_arn_template {
         Some(template) => template.replace("{account}", account).replace("{partition}", partition),
         None => format!(

@@ -5,6 +5,7 @@
 
 pub mod accounts;
 pub mod action;
+pub mod arn;
 pub mod aws;
 pub mod check;
 pub mod cli;

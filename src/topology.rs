@@ -202,7 +202,7 @@ impl Zones {
 
 /// Every subnet the account can see in one AZ ID (one paginated, filtered call).
 pub async fn subnets_in_zone(ec2: &aws_sdk_ec2::Client, az_id: &str) -> Result<BTreeSet<String>> {
-    let located = describe_subnets(ec2, "availability-zone-id", &[az_id.to_owned()]).await?;
+    let located = sites_where(ec2, "availability-zone-id", &[az_id.to_owned()]).await?;
     Ok(located.into_keys().collect())
 }
 
@@ -213,30 +213,52 @@ pub async fn locate_subnets(
     subnet_ids: &BTreeSet<String>,
 ) -> Result<BTreeMap<String, Site>> {
     let ids: Vec<String> = subnet_ids.iter().cloned().collect();
-    let mut located = BTreeMap::new();
-    for chunk in ids.chunks(FILTER_VALUES_PER_CALL) {
-        located.extend(describe_subnets(ec2, "subnet-id", chunk).await?);
-    }
-    Ok(located)
+    sites_where(ec2, "subnet-id", &ids).await
+}
+
+/// Where each subnet with one of these `values` of the filter `name` (`subnet-id`, `vpc-id`,
+/// `availability-zone-id`) lies: subnet → AZ ID and VPC. One call per 200 values, paginated.
+pub async fn sites_where(ec2: &aws_sdk_ec2::Client, name: &str, values: &[String]) -> Result<BTreeMap<String, Site>> {
+    let found = chunked(name, values, |filter| subnets_where(ec2, filter)).await?;
+    Ok(found
+        .into_iter()
+        .filter_map(|s| {
+            let site = Site {
+                az_id: s.availability_zone_id?,
+                vpc: s.vpc_id?,
+            };
+            Some((s.subnet_id?, site))
+        })
+        .collect())
 }
 
 /// The free IP addresses (`AvailableIpAddressCount`) of each of these subnets that still exists.
 /// Batched like [`locate_subnets`]: one call per 200 subnets.
 pub async fn free_ips(ec2: &aws_sdk_ec2::Client, subnet_ids: &BTreeSet<String>) -> Result<BTreeMap<String, u64>> {
     let ids: Vec<String> = subnet_ids.iter().cloned().collect();
-    let mut free = BTreeMap::new();
-    for chunk in ids.chunks(FILTER_VALUES_PER_CALL) {
-        free.extend(
-            subnets_where(ec2, "subnet-id", chunk)
-                .await?
-                .into_iter()
-                .filter_map(|s| {
-                    let count = u64::try_from(s.available_ip_address_count?).unwrap_or(0);
-                    Some((s.subnet_id?, count))
-                }),
-        );
+    let found = chunked("subnet-id", &ids, |filter| subnets_where(ec2, filter)).await?;
+    Ok(found
+        .into_iter()
+        .filter_map(|s| {
+            let count = u64::try_from(s.available_ip_address_count?).unwrap_or(0);
+            Some((s.subnet_id?, count))
+        })
+        .collect())
+}
+
+/// One read per 200 values of the EC2 filter `name` (the most one filter takes), the results
+/// joined: every EC2 read by a list of IDs goes through here.
+pub async fn chunked<T, F, Fut>(name: &str, values: &[String], read: F) -> Result<Vec<T>>
+where
+    F: Fn(Filter) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<T>>>,
+{
+    let mut out = Vec::new();
+    for chunk in values.chunks(FILTER_VALUES_PER_CALL) {
+        let filter = Filter::builder().name(name).set_values(Some(chunk.to_vec())).build();
+        out.extend(read(filter).await?);
     }
-    Ok(free)
+    Ok(out)
 }
 
 /// A network interface, as the exposure and headroom reads need it.
@@ -256,9 +278,7 @@ pub struct Interface {
 /// `network-interface-id`), 200 values a call, paginated.
 pub async fn interfaces(ec2: &aws_sdk_ec2::Client, filter: &str, values: &BTreeSet<String>) -> Result<Vec<Interface>> {
     let values: Vec<String> = values.iter().cloned().collect();
-    let mut found = Vec::new();
-    for chunk in values.chunks(FILTER_VALUES_PER_CALL) {
-        let filter = Filter::builder().name(filter).set_values(Some(chunk.to_vec())).build();
+    let found = chunked(filter, &values, |filter| async move {
         let page: Vec<aws_sdk_ec2::types::NetworkInterface> = ec2
             .describe_network_interfaces()
             .filters(filter)
@@ -268,7 +288,12 @@ pub async fn interfaces(ec2: &aws_sdk_ec2::Client, filter: &str, values: &BTreeS
             .try_collect()
             .await
             .map_err(|e| Error::from_sdk("ec2:DescribeNetworkInterfaces", e))?;
-        found.extend(page.into_iter().filter_map(|n| {
+        Ok(page)
+    })
+    .await?;
+    Ok(found
+        .into_iter()
+        .filter_map(|n| {
             let mut groups: Vec<String> = n
                 .groups()
                 .iter()
@@ -281,19 +306,13 @@ pub async fn interfaces(ec2: &aws_sdk_ec2::Client, filter: &str, values: &BTreeS
                 subnet: n.subnet_id?,
                 groups: groups.join(","),
             })
-        }));
-    }
-    Ok(found)
+        })
+        .collect())
 }
 
 /// `DescribeSubnets` with one filter: filters (unlike `SubnetIds`) do not fail the whole call when
 /// one subnet has been deleted.
-async fn subnets_where(
-    ec2: &aws_sdk_ec2::Client,
-    filter: &str,
-    values: &[String],
-) -> Result<Vec<aws_sdk_ec2::types::Subnet>> {
-    let filter = Filter::builder().name(filter).set_values(Some(values.to_vec())).build();
+async fn subnets_where(ec2: &aws_sdk_ec2::Client, filter: Filter) -> Result<Vec<aws_sdk_ec2::types::Subnet>> {
     ec2.describe_subnets()
         .filters(filter)
         .into_paginator()
@@ -302,25 +321,6 @@ async fn subnets_where(
         .try_collect()
         .await
         .map_err(|e| Error::from_sdk("ec2:DescribeSubnets", e))
-}
-
-/// Where each subnet lies, from [`subnets_where`].
-async fn describe_subnets(
-    ec2: &aws_sdk_ec2::Client,
-    filter: &str,
-    values: &[String],
-) -> Result<BTreeMap<String, Site>> {
-    Ok(subnets_where(ec2, filter, values)
-        .await?
-        .into_iter()
-        .filter_map(|s| {
-            let site = Site {
-                az_id: s.availability_zone_id?,
-                vpc: s.vpc_id?,
-            };
-            Some((s.subnet_id?, site))
-        })
-        .collect())
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ pub mod karpenter;
 pub mod kube;
 pub mod lambda;
 pub mod nat;
+pub mod shifted;
 pub mod subnets;
 pub mod tags;
 pub mod wait;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{Acted, Demand, Evacuation, Finding, Place, Plugin, Scope, SubnetService};
+use crate::action::{Action, NoAction};
 use crate::error::describe;
 use crate::journal::{Guard, Held};
 use crate::model::{Command, Item, Plan, Record, Resource, Site, Status};
@@ -31,15 +32,29 @@ pub struct Subnets<S> {
     service: S,
     ec2: aws_sdk_ec2::Client,
     planned: Mutex<Planned>,
+    /// The operator's words for one of the service's journalled steps.
+    words: fn(&str) -> String,
+}
+
+/// The operator's words for a step journalled as `A` (its own encoding: it always reads).
+fn words_of<A: Action>(step: &str) -> String {
+    crate::action::decode::<A>(step).map_or_else(|why| why, |action| action.describe())
 }
 
 impl<S: SubnetService + 'static> Subnets<S> {
-    /// The plugin for `service`, reading subnets through EC2 with `sdk`.
+    /// The plugin for `service`, reading subnets through EC2 with `sdk`; subnets are all it takes.
     pub fn plugin(service: S, sdk: &aws_config::SdkConfig) -> Box<dyn Plugin> {
+        Self::journalling::<NoAction>(service, sdk)
+    }
+
+    /// The plugin for a `service` whose evacuation takes steps besides subnets (ASG `--pace`),
+    /// journalled as its action type `A`.
+    pub fn journalling<A: Action>(service: S, sdk: &aws_config::SdkConfig) -> Box<dyn Plugin> {
         Box::new(Subnets {
             service,
             ec2: crate::client!(aws_sdk_ec2, sdk),
             planned: Mutex::new(Planned::default()),
+            words: words_of::<A>,
         })
     }
 
@@ -64,7 +79,8 @@ impl<S: SubnetService + 'static> Subnets<S> {
         if let (Status::Planned, Some(target)) = (item.status, item.target.as_mut()) {
             let steps = self.service.plan_evacuation(target, how)?;
             if !steps.is_empty() {
-                item.actions = Some(steps);
+                item.actions = Some(steps.iter().map(|s| (self.words)(s)).collect());
+                item.steps = steps;
             }
         }
         Ok(Some(item))
@@ -80,10 +96,12 @@ impl<S: SubnetService + 'static> Subnets<S> {
     ) -> Result<Item> {
         let mut item = plan::recovery(record, current, existing, forget_missing);
         // Steps besides the subnets that the record says azevac took (ASG: a suspended process).
+        // A record the service cannot read fails this line only: nothing of it is undone.
         if let (Status::Planned, Some(target)) = (item.status, item.target.as_mut()) {
-            let steps = self.service.plan_recovery(target, record)?;
-            if !steps.is_empty() {
-                item.actions = Some(steps);
+            match self.service.plan_recovery(target, record) {
+                Ok(steps) if !steps.is_empty() => item.actions = Some(steps),
+                Ok(_) => {}
+                Err(e) => item.fail(describe(&e)),
             }
         }
         Ok(item)

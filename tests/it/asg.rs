@@ -413,3 +413,62 @@ fn sorted_items(items: Vec<std::collections::HashMap<String, aws_sdk_dynamodb::t
     keys.sort();
     keys
 }
+
+/// Issue 32: a paced group's record as azevac wrote it before journal format 2 (no `format`
+/// attribute, the actions `suspend:AZRebalance` and `terminate:N in the zone, B at a time`) is
+/// still recovered: the subnets come back, the suspension azevac made is resumed, the record goes.
+#[tokio::test]
+async fn issue_32_a_paced_groups_record_of_the_old_format_is_recovered() {
+    use aws_sdk_dynamodb::types::AttributeValue as V;
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    estate::seed(&sdk, &small_estate()).await;
+    let before = live_groups(&sdk).await;
+    azevac(&moto, &["evacuate", "--az-id", ZONE, "--yes"]).expect_code(0);
+    assert_ne!(live_groups(&sdk).await["web"], before["web"]);
+    // The evacuated state the old record describes: AZRebalance suspended by the paced run.
+    let autoscaling = aws_sdk_autoscaling::Client::new(&sdk);
+    autoscaling
+        .suspend_processes()
+        .auto_scaling_group_name("web")
+        .scaling_processes("AZRebalance")
+        .send()
+        .await
+        .expect("SuspendProcesses");
+    let mut record = journal_items(&sdk)
+        .await
+        .into_iter()
+        .find(|i| attr_s(i, "resource_name") == "web")
+        .expect("web's record");
+    record.remove("format");
+    record.insert(
+        "actions".into(),
+        V::L(vec![
+            V::S("suspend:AZRebalance".into()),
+            V::S("terminate:1 in the zone, 1 at a time".into()),
+        ]),
+    );
+    aws_sdk_dynamodb::Client::new(&sdk)
+        .put_item()
+        .table_name(common::TABLE)
+        .set_item(Some(record))
+        .send()
+        .await
+        .expect("PutItem");
+
+    let plan = azevac(&moto, &["recover", "--dry-run"]).expect_code(0);
+    assert!(plan.stdout.contains("resume:AZRebalance"), "{}", plan.stdout);
+    azevac(&moto, &["recover", "--yes"]).expect_code(0);
+    assert_eq!(live_groups(&sdk).await, before);
+    let suspended = autoscaling
+        .describe_auto_scaling_groups()
+        .auto_scaling_group_names("web")
+        .send()
+        .await
+        .expect("describe")
+        .auto_scaling_groups()[0]
+        .suspended_processes()
+        .len();
+    assert_eq!(suspended, 0, "azevac's suspension resumed");
+    assert!(journal_items(&sdk).await.is_empty());
+}

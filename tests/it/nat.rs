@@ -209,10 +209,10 @@ async fn issue_nat_routes_leave_the_zone_and_come_back_exactly() {
     assert_eq!(
         az1["actions"],
         serde_json::json!([
-            format!("route:0.0.0.0/0:{zone}"),
-            format!("set:0.0.0.0/0:{near}"),
-            format!("route:64:ff9b::/96:{zone}"),
-            format!("set:64:ff9b::/96:{near}"),
+            format!("0.0.0.0/0 was on {zone}"),
+            format!("point 0.0.0.0/0 at {near}"),
+            format!("64:ff9b::/96 was on {zone}"),
+            format!("point 64:ff9b::/96 at {near}"),
         ])
     );
     assert!(text(&az1["notes"][0]).contains("cross-zone data transfer"), "{az1}");
@@ -275,8 +275,23 @@ async fn issue_nat_routes_leave_the_zone_and_come_back_exactly() {
     assert!(attr_s(record, "resource").contains(":route-table/rtb-"));
     let actions = attr_list(record, "actions");
     let far = &seeded.nats["shop-az4"];
-    assert!(actions.contains(&format!("route:0.0.0.0/0:{zone}")) && actions.contains(&format!("set:0.0.0.0/0:{far}")));
-    assert!(actions.iter().any(|a| a.starts_with("route:pl-")), "{actions:?}");
+    let action = |kind: &str, destination: &str, nat: &str| {
+        format!(r#"{{"{kind}":{{"destination":{{"ipv4":"{destination}"}},"nat":"{nat}"}}}}"#)
+    };
+    assert!(
+        actions.contains(&action("original", "0.0.0.0/0", zone)) && actions.contains(&action("set", "0.0.0.0/0", far)),
+        "{actions:?}"
+    );
+    assert!(
+        actions
+            .iter()
+            .any(|a| a.starts_with(r#"{"original":{"destination":{"prefix_list":"pl-"#)),
+        "{actions:?}"
+    );
+    assert_eq!(
+        record.get("format").and_then(|f| f.as_n().ok()).map(String::as_str),
+        Some("2")
+    );
 
     // Nothing left to do.
     let again = azevac(&moto, EVACUATE).expect_code(0).json();
@@ -419,4 +434,69 @@ async fn issue_nat_a_kill_around_replace_route_loses_nothing() {
         assert_eq!(routes(ec2).await, before, "{when:?}, evacuated again: {evacuate_again}");
         assert!(journal_items(&sdk).await.is_empty());
     }
+}
+
+/// Issue 32: NAT records as azevac wrote them before journal format 2 (no `format` attribute,
+/// `route:<destination>:<nat-id>` and `set:<destination>:<nat-id>` strings, IPv6 and prefix-list
+/// destinations among them) are still recovered: every route goes back and the records go.
+#[tokio::test]
+async fn issue_32_nat_records_of_the_old_format_are_recovered() {
+    use aws_sdk_dynamodb::types::AttributeValue as V;
+    let moto = Moto::start();
+    let seeded = seed(&moto).await;
+    let ec2 = &seeded.ec2;
+    let before = routes(ec2).await;
+    azevac(&moto, EVACUATE).expect_code(0);
+    let after = moved(&before, &seeded, EXPECTED);
+    assert_eq!(routes(ec2).await, after);
+
+    // Each record as the version before wrote it: the same attributes, but the actions as strings
+    // (from the live state: the route tables' original and current NAT gateways) and no format.
+    let sdk = common::sdk(&moto).await;
+    let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
+    let records = journal_items(&sdk).await;
+    assert_eq!(records.len(), EXPECTED.len());
+    let mut old_strings = Vec::new();
+    for mut record in records {
+        let resource = attr_s(&record, "resource");
+        let (name, _) = seeded
+            .tables
+            .iter()
+            .find(|(_, id)| resource.ends_with(id.as_str()))
+            .expect("a seeded table");
+        let mut actions = Vec::new();
+        for (destination, original) in &before[name] {
+            let now = &after[name][destination];
+            if now != original {
+                actions.push(format!("route:{destination}:{original}"));
+                actions.push(format!("set:{destination}:{now}"));
+            }
+        }
+        assert!(!actions.is_empty(), "{name}");
+        old_strings.extend(actions.clone());
+        record.remove("format");
+        record.insert("actions".into(), V::L(actions.into_iter().map(V::S).collect()));
+        dynamodb
+            .put_item()
+            .table_name(common::TABLE)
+            .set_item(Some(record))
+            .send()
+            .await
+            .expect("PutItem");
+    }
+    assert!(
+        old_strings.iter().any(|a| a.starts_with("route:64:ff9b::/96:nat-")),
+        "{old_strings:?}"
+    );
+    assert!(
+        old_strings.iter().any(|a| a.starts_with("route:pl-")),
+        "{old_strings:?}"
+    );
+
+    let back = azevac(&moto, RECOVER).expect_code(0).json();
+    for (table, _, _) in EXPECTED {
+        assert_eq!(line(&back, table)["status"], "done", "{back:#}");
+    }
+    assert_eq!(routes(ec2).await, before, "every route is back");
+    assert!(journal_items(&sdk).await.is_empty());
 }

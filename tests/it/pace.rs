@@ -155,9 +155,12 @@ async fn the_zone_is_paced_out_and_only_our_suspension_is_resumed() {
         .collect();
     assert_eq!(
         actions["paced"],
-        ["suspend:AZRebalance", "terminate:3 in the zone, 1 at a time"]
+        [
+            r#"{"suspend":{"process":"AZRebalance"}}"#,
+            r#"{"terminate":{"in_zone":3,"batch":1}}"#
+        ]
     );
-    assert_eq!(actions["held"], ["terminate:2 in the zone, 1 at a time"]);
+    assert_eq!(actions["held"], [r#"{"terminate":{"in_zone":2,"batch":1}}"#]);
 
     let plan = azevac_at(&proxy.endpoint, &["recover", "--dry-run"], &[]).expect_code(0);
     assert!(plan.stdout.contains("resume:AZRebalance"), "{}", plan.stdout);

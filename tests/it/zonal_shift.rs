@@ -236,7 +236,8 @@ async fn shifts_traffic_first_and_undoes_it_in_the_safe_order() {
         assert!(attr_s(record, "resource").starts_with("zonal-shift/arn:aws:"));
         let actions = attr_list(record, "actions");
         assert!(
-            ours.iter().any(|s| actions == [format!("zonal-shift:{}", s.id)]),
+            ours.iter()
+                .any(|s| actions == [format!(r#"{{"started":{{"id":"{}"}}}}"#, s.id)]),
             "{actions:?}"
         );
         assert_eq!(attr_s(record, "state"), "done");
@@ -559,4 +560,78 @@ async fn shift_start_and_cancel_touch_only_the_shifts() {
     assert!(journal_items(&setup.sdk).await.is_empty());
     let again = setup.run(&["shift", "cancel", "--yes"]).expect_code(0);
     assert!(again.stdout.contains("nothing to do"), "{}", again.stdout);
+}
+
+/// Issue 32: shift records as azevac wrote them before journal format 2 (no `format` attribute,
+/// the hand-made action strings: `zonal-shift:<id>` once started, the plan's words written ahead
+/// before) are still recovered: the new version cancels exactly the shifts they name and deletes
+/// the records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_32_shift_records_of_the_old_format_are_recovered() {
+    use aws_sdk_dynamodb::types::AttributeValue as V;
+    let setup = Setup::new().await;
+    setup
+        .run(&[
+            "evacuate",
+            "--az-id",
+            ZONE,
+            "--zonal-shift",
+            "--type",
+            "zonal-shift",
+            "--yes",
+        ])
+        .expect_code(0);
+    let ours: Vec<(String, String)> = {
+        let arc = setup.proxy.arc.lock().expect("arc");
+        arc.active()
+            .iter()
+            .filter(|s| s.comment.starts_with("azevac run "))
+            .map(|s| (s.resource.clone(), s.id.clone()))
+            .collect()
+    };
+    assert_eq!(ours.len(), 2, "the NLB's and web's");
+    let records = journal_items(&setup.sdk).await;
+    assert_eq!(records.len(), 2);
+    let dynamodb = aws_sdk_dynamodb::Client::new(&setup.sdk);
+    for (n, mut record) in records.into_iter().enumerate() {
+        let resource = attr_s(&record, "resource");
+        let (_, id) = ours
+            .iter()
+            .find(|(arn, _)| resource.ends_with(arn.as_str()))
+            .expect("a shift of ours");
+        // One record as a finished run left it, one as a run killed before ARC answered.
+        let old = if n == 0 {
+            format!("zonal-shift:{id}")
+        } else {
+            format!("start zonal shift away from {ZONE}, expires in 3h")
+        };
+        record.remove("format");
+        record.insert("actions".into(), V::L(vec![V::S(old)]));
+        dynamodb
+            .put_item()
+            .table_name(common::TABLE)
+            .set_item(Some(record))
+            .send()
+            .await
+            .expect("PutItem");
+    }
+
+    setup.proxy.set(Faults::default());
+    let recovered = setup
+        .run(&["recover", "--yes", "--output", "json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(recovered["summary"]["done"], 2, "{recovered}");
+    {
+        let arc = setup.proxy.arc.lock().expect("arc");
+        for (arn, id) in &ours {
+            let shift = arc.shifts.iter().find(|s| &s.id == id).expect("shift");
+            assert_eq!(
+                (shift.resource.as_str(), shift.status.as_str()),
+                (arn.as_str(), "CANCELED")
+            );
+        }
+        assert_eq!(arc.active().len(), 1, "someone else's is left alone");
+    }
+    assert!(journal_items(&setup.sdk).await.is_empty());
 }
