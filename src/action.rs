@@ -61,6 +61,11 @@ pub fn describe<A: Action>(actions: &[A]) -> Vec<String> {
     actions.iter().map(Action::describe).collect()
 }
 
+/// A record's actions in the operator's words, read as the kind's own type `A` (for `status`).
+pub fn words<A: Action>(record: &Record) -> Result<Vec<String>> {
+    Ok(describe(&record.actions_as::<A>()?))
+}
+
 /// One stored action, read as `A`: a JSON document of `A`, or one of its old strings. A JSON
 /// document that is not an `A` (written by a newer azevac, or damaged) is refused: `Err` says why.
 pub fn decode<A: Action>(text: &str) -> std::result::Result<A, String> {

@@ -39,6 +39,21 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
         let own = ctx.caller_account().await?;
         records.retain(|r| accounts.contains(r.account_id.as_ref().unwrap_or(&own)));
     }
+    // What each record says was done, in the operator's words, as its kind reads it: a record
+    // whose actions this version cannot read is a problem, never shown as a guess.
+    if ctx.output == crate::model::Output::Table {
+        for record in &mut records {
+            let describe = crate::plugins::REGISTRY
+                .iter()
+                .find(|r| r.name == record.resource_type)
+                .map(|r| r.describe);
+            match describe.map(|words| words(record)) {
+                Some(Ok(words)) => record.actions = words,
+                Some(Err(e)) => problems.push(e.to_string()),
+                None => {}
+            }
+        }
+    }
     let locks = ctx.journal.locks().await?;
     report::print_status(&records, &locks, &problems, ctx.output);
     // An item that cannot be read is a failure to report, as in every other command.

@@ -55,6 +55,9 @@ pub struct Registration {
     pub build: Constructor,
     /// The kind's own flags (`--pace`, `--failback`), if it has any.
     pub flags: Option<&'static Flags>,
+    /// A record's actions in the operator's words, read as the kind's own action type
+    /// ([`crate::action::words`]); an action that does not parse is an error, never shown as a guess.
+    pub describe: fn(&Record) -> Result<Vec<String>>,
 }
 
 /// A kind's own flags: declared by the kind with clap, kept in the request's options under their
@@ -159,6 +162,7 @@ pub const REGISTRY: &[Registration] = &[
         ],
         build: asg::plugin,
         flags: Some(&asg::flags::FLAGS),
+        describe: crate::action::words::<asg::Action>,
     },
     Registration {
         name: ecs::TYPE,
@@ -174,6 +178,7 @@ pub const REGISTRY: &[Registration] = &[
         ],
         build: ecs::plugin,
         flags: Some(&ecs::flags::FLAGS),
+        describe: crate::action::words::<crate::action::NoAction>,
     },
     Registration {
         name: lambda::TYPE,
@@ -192,6 +197,7 @@ pub const REGISTRY: &[Registration] = &[
         ],
         build: lambda::plugin,
         flags: None,
+        describe: crate::action::words::<crate::action::NoAction>,
     },
     Registration {
         name: eks::TYPE,
@@ -200,6 +206,7 @@ pub const REGISTRY: &[Registration] = &[
         iam_actions: &[],
         build: eks::plugin,
         flags: Some(&kube::flags::FLAGS),
+        describe: crate::action::words::<eks::Action>,
     },
     Registration {
         name: karpenter::TYPE,
@@ -208,6 +215,7 @@ pub const REGISTRY: &[Registration] = &[
         iam_actions: &[],
         build: karpenter::plugin,
         flags: Some(&kube::flags::FLAGS),
+        describe: crate::action::words::<karpenter::Action>,
     },
     Registration {
         name: zonal_shift::TYPE,
@@ -221,6 +229,7 @@ pub const REGISTRY: &[Registration] = &[
         ],
         build: zonal_shift::plugin,
         flags: Some(&zonal_shift::flags::FLAGS),
+        describe: crate::action::words::<zonal_shift::actions::Action>,
     },
     Registration {
         name: nat::TYPE,
@@ -234,6 +243,7 @@ pub const REGISTRY: &[Registration] = &[
         ],
         build: nat::plugin,
         flags: None,
+        describe: crate::action::words::<nat::actions::Action>,
     },
     Registration {
         name: db::TYPE,
@@ -250,6 +260,7 @@ pub const REGISTRY: &[Registration] = &[
         ],
         build: db::plugin,
         flags: Some(&db::flags::FLAGS),
+        describe: crate::action::words::<db::Action>,
     },
 ];
 
