@@ -39,7 +39,7 @@ pub struct Global {
     #[arg(long, global = true, env = "AZEVAC_TABLE", hide_env_values = true, default_value = DEFAULT_TABLE)]
     pub table: String,
     /// Output format: a table for people, or exactly one JSON document on stdout.
-    #[arg(long, global = true, value_enum, default_value_t = Output::Table)]
+    #[arg(long, global = true, default_value = "table", value_parser = output_parser())]
     pub output: Output,
     /// Resources of each type changed at the same time; the types are changed side by side, as each
     /// service has its own quota (in each account, with --accounts). 1: one resource at a time, in
@@ -87,6 +87,16 @@ pub struct Global {
 }
 
 pub use crate::model::Output;
+
+/// `--output`: the model's plain `Output`, with the words and help clap shows for it.
+fn output_parser() -> impl clap::builder::TypedValueParser<Value = Output> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new([
+        PossibleValue::new("table").help("A table and a summary line"),
+        PossibleValue::new("json").help("One JSON document"),
+    ])
+    .map(|word| if word == "json" { Output::Json } else { Output::Table })
+}
 
 /// The whole command line: these definitions, and each kind's own flags on the commands that
 /// take them (a kind declares its flags; nothing here names them).

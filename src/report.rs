@@ -456,7 +456,7 @@ pub fn print_status(records: &[Record], locks: &[Lock], problems: &[String], out
 }
 
 /// `azevac shift list`: the active shifts and autoshifts, and which of them azevac started.
-pub fn print_shifts(shifts: &[(String, crate::plugins::zonal_shift::Active, bool)], output: Output) {
+pub fn print_shifts(shifts: &[(String, crate::plugins::shifted::Active, bool)], output: Output) {
     if output == Output::Json {
         let rows: Vec<serde_json::Value> = shifts
             .iter()

@@ -5,8 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
+
+mod finding;
+mod record;
+
+pub use finding::{Finding, Headroom};
+pub use record::{is_account_id, Audit, Record, State};
 
 /// One resource's network placement as its service reports it now.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -258,128 +263,6 @@ pub struct Placement {
     pub vpc: Option<String>,
 }
 
-/// The headroom check of one evacuation line: the free IP addresses of the subnets that remain
-/// against what moves there. Subnets shared with other lines are counted once: `free_ips` is the
-/// sum over every subnet of the lines whose remaining subnets overlap this one's, and `ahead` is
-/// what the lines before this one in the plan already take of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Headroom {
-    /// What moves out of the zone for this line (`instances`, `tasks`, `network interfaces`).
-    pub units: String,
-    /// How many IP addresses this line takes in the remaining subnets.
-    pub moving: usize,
-    /// `AvailableIpAddressCount`, summed over the remaining subnets (each subnet once).
-    pub free_ips: u64,
-    /// What the lines ahead of this one that share those subnets take of them.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub ahead: usize,
-    /// The first few (at most 10) of the other lines (by `resource`) whose remaining subnets
-    /// overlap this one's.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub shared_with: Vec<String>,
-    /// How many other lines share subnets with this one, directly or through others (the lines
-    /// whose addresses are counted together).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub sharing: usize,
-    /// Whether it fits (`false`: warned, and skipped unless `--force`).
-    pub fits: bool,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-impl Headroom {
-    /// The operator's words: `240 free IPs for 14 tasks`.
-    pub fn describe(&self) -> String {
-        let ahead = match self.ahead {
-            0 => String::new(),
-            n => format!(
-                ", {n} of them taken by {} other line(s) sharing the subnets",
-                // A plan saved before `sharing` existed names them all.
-                self.sharing.max(self.shared_with.len())
-            ),
-        };
-        format!("{} free IPs for {} {}{ahead}", self.free_ips, self.moving, self.units)
-    }
-
-    /// Why a line that does not fit is held back: `remaining subnets have 6 free IPs; 14 tasks
-    /// would move`.
-    pub fn shortfall(&self) -> String {
-        let ahead = match self.ahead {
-            0 => String::new(),
-            n => format!(" ({n} taken by other lines sharing them)"),
-        };
-        format!(
-            "remaining subnets have {} free IPs{ahead}; {} {} would move",
-            self.free_ips, self.moving, self.units
-        )
-    }
-}
-
-/// One thing with presence in a zone, as `azevac exposure` lists it: what it is, what of it is in
-/// the zone, and which `--type` moves it (or why nothing does, and what to do instead).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Finding {
-    /// What kind of thing (`asg`, `ec2-instance`, `vpc-endpoint`...).
-    pub kind: String,
-    /// Its ID or ARN.
-    pub resource: String,
-    /// The name an operator recognises (a Name tag, the service's name).
-    pub name: String,
-    /// What of it is in the zone: instance IDs, task ARNs, node names, subnet or ENI IDs.
-    pub in_zone: Vec<String>,
-    /// How many units it has in the zone (`in_zone` may name the subnets of a resource with none).
-    pub count: usize,
-    /// The `--type` that moves it out of the zone.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub moved_by: Option<String>,
-    /// Why azevac cannot move it, and what to do instead.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub not_movable: Option<String>,
-    /// What already keeps its traffic away from the zone (a zonal shift in progress): listed, but
-    /// not counted as exposed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub away: Option<String>,
-    /// Anything else the operator should know.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
-
-impl Finding {
-    /// A finding that `moved_by` moves (`None`: fill in `not_movable`).
-    pub fn new(kind: &str, resource: &str, name: &str, in_zone: Vec<String>) -> Finding {
-        Finding {
-            kind: kind.to_owned(),
-            resource: resource.to_owned(),
-            name: name.to_owned(),
-            count: in_zone.len(),
-            in_zone,
-            moved_by: None,
-            not_movable: None,
-            away: None,
-            notes: Vec::new(),
-        }
-    }
-
-    /// Moved by this `--type`.
-    pub fn moved_by(mut self, resource_type: &str) -> Finding {
-        self.moved_by = Some(resource_type.to_owned());
-        self
-    }
-
-    /// Not movable by azevac: why, and what to do.
-    pub fn not_movable(mut self, why: impl Into<String>) -> Finding {
-        self.not_movable = Some(why.into());
-        self
-    }
-
-    /// Whether azevac could move it and it is still there (what `--fail-if-exposed` counts).
-    pub fn movable(&self) -> bool {
-        self.moved_by.is_some() && self.not_movable.is_none() && self.away.is_none()
-    }
-}
-
 /// A whole plan: one command, one or all zones, every resource it concerns.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Plan {
@@ -527,101 +410,8 @@ impl Request {
     }
 }
 
-/// Where a journalled change stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum State {
-    /// Written before the change: the subnets may or may not have been removed yet.
-    Intent,
-    /// The change was made and acknowledged by the service.
-    Done,
-}
-
-impl State {
-    /// The word stored in the journal.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Intent => "intent",
-            State::Done => "done",
-        }
-    }
-}
-
-/// One journal item: a resource that lost subnets in one AZ.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct Record {
-    /// The evacuated AZ ID (partition key).
-    pub az_id: String,
-    /// The resource ARN (sort key).
-    pub resource: String,
-    /// The plugin's `--type` value.
-    pub resource_type: String,
-    /// Every subnet azevac took away from the resource in this AZ, across all runs.
-    pub removed_subnets: Vec<String>,
-    /// Whether the change is known to have been made.
-    pub state: State,
-    /// Bumped on every write; every write is conditional on the version it read.
-    pub version: u64,
-    /// The resource's short name, for people reading the table.
-    pub resource_name: Option<String>,
-    /// The resource's subnets before azevac first touched it.
-    pub original_subnets: Vec<String>,
-    /// What else azevac did to the resource (Kubernetes nodes: `taint:KEY=VALUE:EFFECT`, `cordon`).
-    pub actions: Vec<String>,
-    /// The azevac run that last wrote the record.
-    pub run_id: Option<String>,
-    /// The STS caller ARN that last wrote it.
-    pub evacuated_by: Option<String>,
-    /// The operator's `--reason`.
-    pub reason: Option<String>,
-    /// The azevac version that last wrote it.
-    pub azevac_version: Option<String>,
-    /// When it was first written (RFC 3339).
-    pub created_at: Option<String>,
-    /// When it was last written (RFC 3339).
-    pub updated_at: Option<String>,
-    /// The account the resource is in, when azevac reached it by assuming a role there
-    /// (`--accounts`); absent for the journal's own account reached with the caller's credentials.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub account_id: Option<String>,
-    /// The very object azevac changed, for kinds whose key can name a later object of the same name
-    /// (Kubernetes nodes and NodePools); absent in records written before azevac kept it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub identity: Option<Identity>,
-}
-
-impl Record {
-    /// Whether the record is about the object that has the identity `live` now: yes when either
-    /// is unknown (a record written before identities were kept, a kind without one), as before.
-    pub fn is_about(&self, live: Option<&Identity>) -> bool {
-        match (&self.identity, live) {
-            (Some(ours), Some(live)) => ours.uid == live.uid,
-            _ => true,
-        }
-    }
-}
-
-/// Whether `text` is an AWS account ID: exactly twelve ASCII digits. Checked wherever one comes
-/// in (flags, journal records), since it goes into role ARNs.
-pub fn is_account_id(text: &str) -> bool {
-    text.len() == 12 && text.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// Who is writing, and why: stamped on every record a run writes.
-#[derive(Debug, Clone, Default)]
-pub struct Audit {
-    /// This run's ID.
-    pub run_id: String,
-    /// The STS caller ARN.
-    pub caller: String,
-    /// The operator's `--reason`, if given.
-    pub reason: Option<String>,
-    /// The account the records are about, on runs across accounts (`None`: the caller's own).
-    pub account_id: Option<String>,
-}
-
 /// How results are printed on stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
     /// A table and a summary line.
     Table,
