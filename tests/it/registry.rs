@@ -303,6 +303,10 @@ fn actions_named_under(dir: &Path) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
     let mut paths = vec![dir.to_path_buf()];
     while let Some(path) = paths.pop() {
+        // A kind is a file or a folder: the other of the two need not exist.
+        if !path.exists() {
+            continue;
+        }
         if path.is_dir() {
             paths.extend(
                 std::fs::read_dir(&path)
