@@ -22,6 +22,24 @@ use crate::{Error, Result};
 /// The `--type` value and journal `resource_type` of ECS services.
 pub const TYPE: &str = "ecs";
 
+/// How the registry knows this kind: its calls, its IAM actions, its options.
+pub const REGISTRATION: super::Registration = super::Registration {
+    name: TYPE,
+    services: &["ecs"],
+    changes_through: &["ecs"],
+    iam_actions: &[
+        "ecs:ListClusters",
+        "ecs:ListServices",
+        "ecs:DescribeServices",
+        "ecs:ListTasks",
+        "ecs:DescribeTasks",
+        "ecs:UpdateService",
+    ],
+    build: plugin,
+    flags: Some(&flags::FLAGS),
+    describe: crate::action::words::<crate::action::NoAction>,
+};
+
 /// `DescribeServices` takes at most 10 services per call on AWS (the emulator accepts more).
 const DESCRIBE_BATCH: usize = 10;
 /// `ListServices` pages at most 100 ARNs.

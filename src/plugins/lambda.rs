@@ -23,6 +23,27 @@ use crate::{Error, Result};
 /// The `--type` value and journal `resource_type` of Lambda functions.
 pub const TYPE: &str = "lambda";
 
+/// How the registry knows this kind: its calls, its IAM actions, its options.
+pub const REGISTRATION: super::Registration = super::Registration {
+    name: TYPE,
+    services: &["lambda", "ec2"],
+    changes_through: &["lambda"],
+    iam_actions: &[
+        "lambda:ListFunctions",
+        "lambda:GetFunction",
+        "lambda:ListAliases",
+        "lambda:ListTags",
+        "lambda:UpdateFunctionConfiguration",
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:DescribeSecurityGroups",
+        "ec2:DescribeSubnets",
+        "ec2:DescribeVpcs",
+    ],
+    build: plugin,
+    flags: None,
+    describe: crate::action::words::<crate::action::NoAction>,
+};
+
 /// `ListFunctions` pages at most 50 functions.
 const LIST_PAGE: i32 = 50;
 /// Functions read at once when there is no batch read.

@@ -33,6 +33,28 @@ use waits::Pace;
 /// The `--type` value and journal `resource_type` of Auto Scaling groups.
 pub const TYPE: &str = "asg";
 
+/// How the registry knows this kind: its calls, its IAM actions, its options.
+pub const REGISTRATION: super::Registration = super::Registration {
+    name: TYPE,
+    services: &["autoscaling", "elasticloadbalancing", "arc-zonal-shift"],
+    changes_through: &["autoscaling"],
+    iam_actions: &[
+        "autoscaling:DescribeAutoScalingGroups",
+        "autoscaling:UpdateAutoScalingGroup",
+        "autoscaling:SuspendProcesses",
+        "autoscaling:ResumeProcesses",
+        "autoscaling:TerminateInstanceInAutoScalingGroup",
+        "elasticloadbalancing:DescribeTargetGroups",
+        "elasticloadbalancing:DescribeTargetGroupAttributes",
+        "elasticloadbalancing:DescribeLoadBalancers",
+        "elasticloadbalancing:DescribeLoadBalancerAttributes",
+        "arc-zonal-shift:ListZonalShifts",
+    ],
+    build: plugin,
+    flags: Some(&flags::FLAGS),
+    describe: crate::action::words::<Action>,
+};
+
 /// Auto Scaling pages (and accepts names) 100 at a time.
 const PAGE: usize = 100;
 /// Pages of named groups read at once.

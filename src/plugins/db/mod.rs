@@ -40,6 +40,25 @@ use rds::Rds;
 
 /// The `--type` value and journal `resource_type` of database failovers.
 pub const TYPE: &str = "db";
+
+/// How the registry knows this kind: its calls, its IAM actions, its options.
+pub const REGISTRATION: super::Registration = super::Registration {
+    name: TYPE,
+    services: &["rds", "elasticache"],
+    changes_through: &["rds", "elasticache"],
+    iam_actions: &[
+        "rds:DescribeDBClusters",
+        "rds:DescribeDBInstances",
+        "rds:FailoverDBCluster",
+        "rds:RebootDBInstance",
+        "elasticache:DescribeReplicationGroups",
+        "elasticache:ListTagsForResource",
+        "elasticache:ModifyReplicationGroup",
+    ],
+    build: plugin,
+    flags: Some(&flags::FLAGS),
+    describe: crate::action::words::<Action>,
+};
 /// Why a single-AZ instance in the zone is listed and left alone.
 pub const NOT_MOVABLE: &str =
     "data lives only in this zone: restore from a snapshot or a read replica elsewhere; azevac cannot move it";

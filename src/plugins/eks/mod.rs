@@ -37,6 +37,17 @@ pub use decide::{cluster_of, evacuation, exposed, node_of, recovery, resource_id
 
 /// The `--type` value and journal `resource_type` of Kubernetes nodes.
 pub const TYPE: &str = "eks";
+
+/// How the registry knows this kind: its calls, its IAM actions, its options.
+pub const REGISTRATION: super::Registration = super::Registration {
+    name: TYPE,
+    services: &[],
+    changes_through: &[],
+    iam_actions: &[],
+    build: plugin,
+    flags: Some(&super::kube::flags::FLAGS),
+    describe: crate::action::words::<Action>,
+};
 /// The taint azevac adds (value: the AZ ID).
 pub const TAINT_KEY: &str = "azevac.io/evacuated";
 

@@ -38,6 +38,17 @@ pub use requirements::{apply, exclusion, placeable, revert, Exclusion, Requireme
 
 /// The `--type` value and journal `resource_type` of Karpenter NodePools.
 pub const TYPE: &str = "karpenter";
+
+/// How the registry knows this kind: its calls, its IAM actions, its options.
+pub const REGISTRATION: super::Registration = super::Registration {
+    name: TYPE,
+    services: &[],
+    changes_through: &[],
+    iam_actions: &[],
+    build: plugin,
+    flags: Some(&super::kube::flags::FLAGS),
+    describe: crate::action::words::<Action>,
+};
 /// The node annotation that keeps Karpenter from disrupting a node (drift, consolidation).
 pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
 /// The label Karpenter puts on the nodes it launched: the NodePool's name.

@@ -42,6 +42,22 @@ pub use estate::{zonal_dependencies, Dependencies, Dependent, Estate, NatGateway
 
 /// The `--type` value and journal `resource_type` of NAT route changes.
 pub const TYPE: &str = "nat";
+
+/// How the registry knows this kind: its calls, its IAM actions, its options.
+pub const REGISTRATION: super::Registration = super::Registration {
+    name: TYPE,
+    services: &["ec2"],
+    changes_through: &["ec2"],
+    iam_actions: &[
+        "ec2:DescribeNatGateways",
+        "ec2:DescribeRouteTables",
+        "ec2:DescribeSubnets",
+        "ec2:ReplaceRoute",
+    ],
+    build: plugin,
+    flags: None,
+    describe: crate::action::words::<actions::Action>,
+};
 /// What routing through another zone costs, shown with every evacuation line.
 const CROSS_ZONE_NOTE: &str = "egress now crosses zones to the replacement NAT gateway: cross-zone data transfer \
      is charged on it (on top of NAT processing) until recover points the routes back";

@@ -33,6 +33,22 @@ pub use decide::{cancelled_first, comment, evacuation, exposed, kind_of, recover
 
 /// The `--type` value and journal `resource_type` of zonal shifts.
 pub const TYPE: &str = "zonal-shift";
+
+/// How the registry knows this kind: its calls, its IAM actions, its options.
+pub const REGISTRATION: super::Registration = super::Registration {
+    name: TYPE,
+    services: &["arc-zonal-shift"],
+    changes_through: &["arc-zonal-shift"],
+    iam_actions: &[
+        "arc-zonal-shift:ListManagedResources",
+        "arc-zonal-shift:ListZonalShifts",
+        "arc-zonal-shift:StartZonalShift",
+        "arc-zonal-shift:CancelZonalShift",
+    ],
+    build: plugin,
+    flags: Some(&flags::FLAGS),
+    describe: crate::action::words::<actions::Action>,
+};
 /// `--expires-in` when not given: long enough to ride out most zonal incidents, short enough that
 /// a forgotten shift ends by itself.
 pub const DEFAULT_EXPIRES_IN: &str = "3h";
