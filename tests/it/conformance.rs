@@ -28,6 +28,7 @@ use aws_config::SdkConfig;
 use serde_json::{json, Value};
 
 use common::estate::{self, AsgSpec, EcsSpec, LambdaSpec, NatSpec, RouteTableSpec, Seeded, Spec, VpcSpec};
+use common::kill_points::{self, intent_batches, journal_write, named_points, Target};
 use common::kube::{fixture, fixture_items, Cluster, FakeKube};
 use common::proxy::{Faults, Hold, KillOn, KillWhen, Proxy};
 use common::{attr_s, azevac_at, journal_items, lock_items, Run, ZONE};
@@ -1054,128 +1055,12 @@ fn crash_between_intent_and_act(kind: Kind) {
     });
 }
 
-/// Where a sweep kills azevac.
-#[derive(Debug, Clone)]
-enum Target {
-    /// At the proxy: the call named (a journal write, or a change through AWS or ARC).
-    Aws(KillOn),
-    /// At the fake API server: the request named (a change).
-    Kube(KillOn),
-    /// At the proxy, before the call with this number (a sampled read).
-    AwsCall(usize),
-    /// At the fake API server, before the request with this number (a sampled read).
-    KubeCall(usize),
-}
-
-impl Target {
-    /// A kill at a journal write that only a run without the journal table makes (its creation).
-    fn needs_no_table(&self) -> bool {
-        matches!(self, Target::Aws(on) if journal_write(&on.label) && !item_write(&on.label))
-    }
-}
-
 impl World {
     /// Kill the next run at `target`; a named target is killed `when` it says.
     fn arm(&self, target: &Target) {
         self.disarm();
-        match target {
-            Target::Aws(on) => self.proxy.set(Faults {
-                kill_on: Some(on.clone()),
-                ..Faults::default()
-            }),
-            Target::Kube(on) => self.kube.set_kill_on(Some(on.clone())),
-            Target::AwsCall(n) => self.proxy.set(Faults {
-                kill_at: Some((*n, KillWhen::BeforeForward)),
-                ..Faults::default()
-            }),
-            Target::KubeCall(n) => self.kube.set_kill_at(Some((*n, KillWhen::BeforeForward))),
-        }
+        kill_points::arm(target, &self.proxy, Some(&self.kube));
     }
-}
-
-/// A DynamoDB call that writes the journal (its items, or the table itself).
-fn journal_write(label: &str) -> bool {
-    label.strip_prefix("dynamodb:").is_some_and(|action| {
-        !["Describe", "Get", "Query", "Scan", "BatchGet", "TransactGet", "List"]
-            .iter()
-            .any(|read| action.starts_with(read))
-    })
-}
-
-/// A DynamoDB call that writes journal items (records and locks).
-fn item_write(label: &str) -> bool {
-    [
-        "TransactWriteItems",
-        "PutItem",
-        "UpdateItem",
-        "DeleteItem",
-        "BatchWriteItem",
-    ]
-    .iter()
-    .any(|write| label == format!("dynamodb:{write}"))
-}
-
-/// An AWS or ARC call that changes the live state: not a read by its name, and for the REST
-/// services (Lambda) one with a body.
-fn changes(label: &str, body: &str) -> bool {
-    let Some((service, action)) = label.split_once(':') else {
-        return false;
-    };
-    if service == "dynamodb" || service == "sts" {
-        return false;
-    }
-    if action.starts_with('/') {
-        return !body.is_empty();
-    }
-    !["Describe", "List", "Get"].iter().any(|read| action.starts_with(read))
-}
-
-/// How many batches a run journalled: its transactions that write records in state `intent`.
-fn intent_batches(aws: &[(String, String)]) -> usize {
-    aws.iter()
-        .filter(|(label, body)| label == "dynamodb:TransactWriteItems" && body.contains(r#"{"S":"intent"}"#))
-        .count()
-}
-
-/// The call at `at` of `log` as a named kill point: its label and which call of that label it
-/// is; the odd ones of a label are killed before they land, the even ones after (the change made,
-/// its answer never heard).
-fn named(log: &[String], at: usize) -> KillOn {
-    let label = log[at].clone();
-    let nth = log[..=at].iter().filter(|c| c.starts_with(&label)).count();
-    let when = if nth % 2 == 1 {
-        KillWhen::BeforeForward
-    } else {
-        KillWhen::AfterForward
-    };
-    KillOn { label, nth, when }
-}
-
-/// Every journal write and every change of a run, as named kill points, in the order they came.
-fn named_points(aws: &[(String, String)], kube: &[String]) -> Vec<Target> {
-    let labels: Vec<String> = aws.iter().map(|(l, _)| l.clone()).collect();
-    let aws_points = aws
-        .iter()
-        .enumerate()
-        .filter(|(_, (label, body))| journal_write(label) || changes(label, body))
-        .map(|(at, _)| Target::Aws(named(&labels, at)));
-    let kube_points = kube
-        .iter()
-        .enumerate()
-        .filter(|(_, request)| !request.starts_with("GET "))
-        .map(|(at, _)| Target::Kube(named(kube, at)));
-    aws_points.chain(kube_points).collect()
-}
-
-/// Reads sampled for the sweep: the first call and every [`READ_SAMPLE`]th after it, where that
-/// is a read.
-const READ_SAMPLE: usize = 10;
-
-/// The sampled reads of a call log (`true`: a named kill point already) as call numbers.
-fn sampled_reads(named: &[bool]) -> Vec<usize> {
-    (1..=named.len())
-        .filter(|n| n % READ_SAMPLE == 1 && !named[n - 1])
-        .collect()
 }
 
 /// What one part of a sweep found.
@@ -1210,11 +1095,7 @@ async fn sweep(kind: Kind, phase: Phase) -> Tally {
     if phase == Phase::Evacuate {
         assert!(intent_batches(&aws) > 1, "{name}: more than one batch: {aws:?}");
     }
-    let mut targets = named_points(&aws, &kube);
-    let named_aws: Vec<bool> = aws.iter().map(|(l, b)| journal_write(l) || changes(l, b)).collect();
-    targets.extend(sampled_reads(&named_aws).into_iter().map(Target::AwsCall));
-    let named_kube: Vec<bool> = kube.iter().map(|r| !r.starts_with("GET ")).collect();
-    targets.extend(sampled_reads(&named_kube).into_iter().map(Target::KubeCall));
+    let targets = kill_points::every_point(&aws, &kube);
     let mut tally = Tally::default();
     // The unkilled evacuation left the estate evacuated.
     let mut clean = phase == Phase::Recover;

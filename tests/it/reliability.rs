@@ -2,9 +2,10 @@
 //! failing, two operators at once, two zones — no removed subnet is ever forgotten and `recover`
 //! puts back exactly what was taken. The figures printed here ("reliability: ...") are the ones
 //! README's Reliability section quotes; run with `--nocapture` to see them.
-//! The kill-point sweeps cover every AWS call (through the proxy, tests/it/common/proxy.rs), every
-//! Kubernetes request (the fake API server, tests/it/common/kube.rs) and ARC zonal shifts (the fake
-//! the proxy answers, tests/it/common/zonal.rs).
+//! The kill-point sweeps run every type at once and kill it at every journal write and every change
+//! through AWS (the proxy, tests/it/common/proxy.rs), Kubernetes (the fake API server,
+//! tests/it/common/kube.rs) and ARC (the fake the proxy answers, tests/it/common/zonal.rs), and at a
+//! sample of the reads (tests/it/common/kill_points.rs: the conformance suite's kill points).
 
 use crate::common;
 
@@ -15,8 +16,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use common::estate::{self, AsgSpec, EcsSpec, LambdaSpec, Seeded, Spec, VpcSpec};
+use common::kill_points::{self, Target};
 use common::kube::{Cluster, FakeKube};
-use common::proxy::{FailRule, Fault, Faults, KillWhen, Proxy};
+use common::proxy::{FailRule, Fault, Faults, Proxy};
 use common::{
     attr_list, attr_s, azevac, azevac_at, command, journal_items, live_groups, run_watched, snapshot, unordered, Moto,
     Snapshot, ZONE,
@@ -139,33 +141,45 @@ async fn nothing_forgotten(sdk: &aws_config::SdkConfig, original: &Snapshot, see
 const KILL_EVACUATE: &[&str] = &["evacuate", "--az-id", ZONE, "--yes", "--concurrency", "1"];
 const KILL_RECOVER: &[&str] = &["recover", "--yes", "--concurrency", "1"];
 
-/// One part of the sweep below: SIGKILL `args` at every call in turn (`when`), on a moto server of
-/// its own. Returns the kill points tried and how many of them were restored exactly.
-async fn kill_sweep(phase: &str, args: &[&str], when: KillWhen) -> (usize, usize) {
+/// The sweeps' kill points, split in two halves that run side by side: the even-numbered and the
+/// odd-numbered ones.
+const HALVES: [usize; 2] = [0, 1];
+
+/// One part of the sweep below: SIGKILL `args` at each kill point of its `half`
+/// ([`kill_points::every_point`] of an unkilled run), on a moto server of its own. Returns the
+/// kill points tried and how many of them were restored exactly.
+async fn kill_sweep(phase: &str, args: &[&str], half: usize) -> (usize, usize) {
     let moto = Moto::start();
     let proxy = Proxy::start(&moto.endpoint);
     let sdk = common::sdk(&moto).await;
-    let (mut tried, mut exact) = (0, 0);
-    for n in 1.. {
+    let seed = || async {
         moto.reset();
         estate::seed(&sdk, &small_estate()).await;
         let original = snapshot(&sdk).await;
         if phase == "recover" {
             azevac(&moto, KILL_EVACUATE).expect_code(0);
         }
-        proxy.set(Faults {
-            kill_at: Some((n, when)),
-            ..Faults::default()
-        });
+        original
+    };
+    seed().await;
+    proxy.set(Faults::default());
+    assert_eq!(run_watched(&proxy, args), Some(0), "the unkilled {phase}");
+    let points = kill_points::every_point(&proxy.requests(), &[]);
+    let (mut tried, mut exact) = (0, 0);
+    for (n, target) in points.iter().enumerate().filter(|(n, _)| n % 2 == half) {
+        let original = seed().await;
+        proxy.set(Faults::default());
+        kill_points::arm(target, &proxy, None);
         let code = run_watched(&proxy, args);
         if !proxy.killed() {
-            assert_eq!(code, Some(0), "{phase} ran to the end past call {n}");
-            break;
+            assert_eq!(code, Some(0), "{phase} ran to the end past {target:?}");
+            continue;
         }
         tried += 1;
+        proxy.set(Faults::default());
         // Half the time the operator re-runs the killed command first, half the time
         // goes straight to recover: both must end in the original estate.
-        if n % 2 == 0 {
+        if n % 4 >= 2 {
             azevac(&moto, args).expect_code(0);
             if phase == "evacuate" {
                 let items = journal_items(&sdk).await;
@@ -178,31 +192,32 @@ async fn kill_sweep(phase: &str, args: &[&str], when: KillWhen) -> (usize, usize
         let no_table = recovered.code == 2 && recovered.stderr.contains("azevac init");
         assert!(
             recovered.code == 0 || no_table,
-            "{phase} killed at call {n}: {recovered:?}"
+            "{phase} killed at {target:?}: {recovered:?}"
         );
         let restored = snapshot(&sdk).await;
         if restored == original && journal_items(&sdk).await.is_empty() {
             exact += 1;
         } else {
-            eprintln!("{phase} killed at call {n} ({when:?}): not restored exactly\n{original:?}\n{restored:?}");
+            eprintln!("{phase} killed at {target:?}: not restored exactly\n{original:?}\n{restored:?}");
         }
     }
     (tried, exact)
 }
 
-/// SIGKILL evacuate or recover at every AWS call, before and after it takes effect; the four
-/// parts (phase x when) run side by side.
+/// SIGKILL evacuate or recover of every type at once at each journal write and each change
+/// (before it lands or after, as [`kill_points`] alternates them) and at a sample of the reads;
+/// the four parts (phase x half of the points) run side by side.
 #[test]
 fn a_kill_at_any_call_loses_nothing() {
-    let parts: Vec<(&str, &[&str], KillWhen)> = [("evacuate", KILL_EVACUATE), ("recover", KILL_RECOVER)]
+    let parts: Vec<(&str, &[&str], usize)> = [("evacuate", KILL_EVACUATE), ("recover", KILL_RECOVER)]
         .into_iter()
-        .flat_map(|(phase, args)| [KillWhen::BeforeForward, KillWhen::AfterForward].map(|when| (phase, args, when)))
+        .flat_map(|(phase, args)| HALVES.map(|half| (phase, args, half)))
         .collect();
-    let tallies = common::on_threads(parts, |(phase, args, when)| kill_sweep(phase, args, when));
+    let tallies = common::on_threads(parts, |(phase, args, half)| kill_sweep(phase, args, half));
     let tried: usize = tallies.iter().map(|t| t.0).sum();
     let exact: usize = tallies.iter().map(|t| t.1).sum();
     eprintln!("reliability: kill points tried {tried}, restored exactly {exact}");
-    assert!(tried >= 40, "only {tried} kill points");
+    assert!(tried >= 16, "only {tried} kill points");
     assert_eq!(exact, tried);
 }
 
@@ -726,19 +741,7 @@ impl NodeSweep {
     }
 }
 
-/// Where a sweep kills azevac.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
-    /// At the Nth AWS call (ARC's included), through the proxy.
-    Aws,
-    /// At the Nth request to the Kubernetes API server.
-    Kube,
-}
-
-/// Issue 5 for nodes and zonal shifts: SIGKILL `evacuate --zonal-shift` (nodes: taint + cordon)
-/// or `recover` at every AWS call and every Kubernetes request, before and after it takes effect;
-/// then, half the time, run the killed command again, and recover until nothing is left. The
-/// nodes, shifts and groups must be exactly as at the start and the journal table empty.
+/// Issue 5 for nodes and zonal shifts: the command the node/shift sweep kills.
 const NODE_EVACUATE: &[&str] = &[
     "evacuate",
     "--az-id",
@@ -770,138 +773,116 @@ struct NodeTally {
     problems: Vec<String>,
 }
 
-/// One part of the sweep below: kill `args` at every `target` call in turn, before and after it
-/// takes effect, on an estate (moto, proxy, fake API server) of its own.
-async fn node_sweep(phase: &str, args: &[&str], target: Target) -> NodeTally {
+/// One part of the sweep below: kill `args` at each kill point of its `half`
+/// ([`kill_points::every_point`] of an unkilled run, AWS calls and Kubernetes requests), on an
+/// estate (moto, proxy, fake API server) of its own.
+async fn node_sweep(phase: &str, args: &[&str], half: usize) -> NodeTally {
     let sweep = NodeSweep::new().await;
     let mut tally = NodeTally::default();
-    for when in [KillWhen::BeforeForward, KillWhen::AfterForward] {
-        for n in 1.. {
-            let start = sweep.reset().await;
-            if phase == "recover" {
-                sweep.run(NODE_EVACUATE).expect_code(0);
-                let off = sweep.evacuated(&start).await;
-                assert!(off.is_empty(), "the evacuation to recover from is complete: {off:?}");
-                sweep.proxy.set(Faults::default());
-                sweep.kube.set_kill_at(None);
-            }
-            match target {
-                Target::Aws => sweep.proxy.set(Faults {
-                    kill_at: Some((n, when)),
-                    ..Faults::default()
-                }),
-                Target::Kube => sweep.kube.set_kill_at(Some((n, when))),
-            }
-            let code = sweep.run_watched(args);
-            let killed = sweep.proxy.killed() || sweep.kube.killed();
-            let point = format!("{phase} killed at {target:?} call {n} ({when:?})");
-            if !killed {
-                assert_eq!(code, Some(0), "{phase} ran to the end past {target:?} call {n}");
-                // The sweep went past the writes it is about: two node patches, two shifts.
-                let seen = match target {
-                    Target::Aws => sweep.proxy.calls(),
-                    Target::Kube => sweep.kube.requests(),
-                };
-                let writes = seen
-                    .iter()
-                    .filter(|c| {
-                        c.starts_with("PATCH /api/v1/nodes/")
-                            || c.ends_with(":StartZonalShift")
-                            || c.ends_with(":CancelZonalShift")
-                    })
-                    .count();
-                assert_eq!(writes, 2, "{phase} {target:?}: {seen:?}");
-                break;
-            }
-            let call = match target {
-                Target::Aws => sweep.proxy.calls().get(n - 1).cloned(),
-                Target::Kube => sweep.kube.requests().get(n - 1).cloned(),
-            };
-            let point = format!("{point}, {}", call.unwrap_or_default());
-            tally.tried += 1;
+    let prepare = |start: Start| async {
+        if phase == "recover" {
+            sweep.run(NODE_EVACUATE).expect_code(0);
+            let off = sweep.evacuated(&start).await;
+            assert!(off.is_empty(), "the evacuation to recover from is complete: {off:?}");
             sweep.proxy.set(Faults::default());
             sweep.kube.set_kill_at(None);
-            // Half the time the operator re-runs the killed command first, half the time
-            // goes straight to recover.
-            if n % 2 == 0 {
-                let again = sweep.run(args);
-                if again.code != 0 {
+        }
+        start
+    };
+    prepare(sweep.reset().await).await;
+    assert_eq!(sweep.run_watched(args), Some(0), "the unkilled {phase}");
+    let points = kill_points::every_point(&sweep.proxy.requests(), &sweep.kube.requests());
+    for (n, target) in points.iter().enumerate().filter(|(n, _)| n % 2 == half) {
+        let start = prepare(sweep.reset().await).await;
+        kill_points::arm(target, &sweep.proxy, Some(&sweep.kube));
+        let code = sweep.run_watched(args);
+        let killed = sweep.proxy.killed() || sweep.kube.killed();
+        if !killed {
+            assert_eq!(code, Some(0), "{phase} ran to the end past {target:?}");
+            continue;
+        }
+        let call = match target {
+            Target::Aws(_) | Target::AwsCall(_) => sweep.proxy.calls().last().cloned(),
+            Target::Kube(_) | Target::KubeCall(_) => sweep.kube.requests().last().cloned(),
+        };
+        let point = format!("{phase} killed at {target:?}, {}", call.unwrap_or_default());
+        tally.tried += 1;
+        sweep.proxy.set(Faults::default());
+        sweep.kube.set_kill_at(None);
+        // Half the time the operator re-runs the killed command first, half the time
+        // goes straight to recover.
+        if n % 4 >= 2 {
+            let again = sweep.run(args);
+            if again.code != 0 {
+                tally
+                    .problems
+                    .push(format!("{point}: the re-run exited {}: {again:?}", again.code));
+            } else if phase == "evacuate" {
+                let off = sweep.evacuated(&start).await;
+                if !off.is_empty() {
                     tally
                         .problems
-                        .push(format!("{point}: the re-run exited {}: {again:?}", again.code));
-                } else if phase == "evacuate" {
-                    let off = sweep.evacuated(&start).await;
-                    if !off.is_empty() {
-                        tally
-                            .problems
-                            .push(format!("{point}: the re-run left the evacuation incomplete: {off:?}"));
-                    }
+                        .push(format!("{point}: the re-run left the evacuation incomplete: {off:?}"));
                 }
             }
-            // Recover until nothing is left (more than once is worth knowing about).
-            let mut off = Vec::new();
-            for attempt in 1..=3 {
-                let recovered = sweep.run(NODE_RECOVER);
-                // Killed before the journal table existed: recover says to run `azevac init`.
-                let no_table = recovered.code == 2 && recovered.stderr.contains("azevac init");
-                if recovered.code != 0 && !no_table {
-                    tally
-                        .problems
-                        .push(format!("{point}: recover #{attempt}: {recovered:?}"));
-                }
-                off = sweep.restored(&start).await;
-                if off.is_empty() || no_table {
-                    tally.second_recovers += usize::from(attempt > 1 && off.is_empty());
-                    break;
-                }
+        }
+        // Recover until nothing is left (more than once is worth knowing about).
+        let mut off = Vec::new();
+        for attempt in 1..=3 {
+            let recovered = sweep.run(NODE_RECOVER);
+            // Killed before the journal table existed: recover says to run `azevac init`.
+            let no_table = recovered.code == 2 && recovered.stderr.contains("azevac init");
+            if recovered.code != 0 && !no_table {
+                tally
+                    .problems
+                    .push(format!("{point}: recover #{attempt}: {recovered:?}"));
             }
-            if off.is_empty() {
-                tally.exact += 1;
-            } else {
-                tally.problems.push(format!("{point}: not restored exactly: {off:?}"));
+            off = sweep.restored(&start).await;
+            if off.is_empty() || no_table {
+                tally.second_recovers += usize::from(attempt > 1 && off.is_empty());
+                break;
             }
+        }
+        if off.is_empty() {
+            tally.exact += 1;
+        } else {
+            tally.problems.push(format!("{point}: not restored exactly: {off:?}"));
         }
     }
     tally
 }
 
 /// Issue 5 for nodes and zonal shifts: SIGKILL `evacuate --zonal-shift` (nodes: taint + cordon)
-/// or `recover` at every AWS call and every Kubernetes request, before and after it takes effect;
-/// then, half the time, run the killed command again, and recover until nothing is left. The
-/// nodes, shifts and groups must be exactly as at the start and the journal table empty. The four
-/// parts (phase x target) run side by side.
+/// or `recover` at each journal write, each change through AWS, ARC or Kubernetes (before it lands
+/// or after, as [`kill_points`] alternates them) and a sample of the reads; then, half the time, run
+/// the killed command again, and recover until nothing is left. The nodes, shifts and groups must be
+/// exactly as at the start and the journal table empty. The four parts (phase x half of the points)
+/// run side by side.
 #[test]
 fn a_kill_at_any_node_or_shift_call_loses_nothing() {
-    let parts: Vec<(&str, &[&str], Target)> = [("evacuate", NODE_EVACUATE), ("recover", NODE_RECOVER)]
+    let parts: Vec<(&str, &[&str], usize)> = [("evacuate", NODE_EVACUATE), ("recover", NODE_RECOVER)]
         .into_iter()
-        .flat_map(|(phase, args)| [Target::Aws, Target::Kube].map(|target| (phase, args, target)))
+        .flat_map(|(phase, args)| HALVES.map(|half| (phase, args, half)))
         .collect();
-    let tallies = common::on_threads(parts.clone(), |(phase, args, target)| node_sweep(phase, args, target));
+    let tallies = common::on_threads(parts.clone(), |(phase, args, half)| node_sweep(phase, args, half));
     let tried: usize = tallies.iter().map(|t| t.tried).sum();
     let exact: usize = tallies.iter().map(|t| t.exact).sum();
     let second_recovers: usize = tallies.iter().map(|t| t.second_recovers).sum();
-    let tried_by: BTreeMap<String, usize> = parts
-        .iter()
-        .zip(&tallies)
-        .map(|((phase, _, target), t)| (format!("{phase} {target:?}"), t.tried))
-        .collect();
+    let mut tried_by: BTreeMap<&str, usize> = BTreeMap::new();
+    for ((phase, _, _), t) in parts.iter().zip(&tallies) {
+        *tried_by.entry(phase).or_default() += t.tried;
+    }
     let problems: Vec<&String> = tallies.iter().flat_map(|t| &t.problems).collect();
     eprintln!("reliability: node/shift kill points tried {tried}, restored exactly {exact}");
     eprintln!(
-        "reliability: node/shift kill points by phase and target {tried_by:?}; restored only by a second recover {second_recovers}"
+        "reliability: node/shift kill points by phase {tried_by:?}; restored only by a second recover {second_recovers}"
     );
     for problem in &problems {
         eprintln!("problem: {problem}");
     }
     assert!(problems.is_empty(), "{} problems (above)", problems.len());
-    for (phase, target) in ["evacuate", "recover"]
-        .iter()
-        .flat_map(|p| ["Aws", "Kube"].map(|t| (p, t)))
-    {
-        assert!(
-            tried_by.get(&format!("{phase} {target}")).is_some_and(|n| *n >= 4),
-            "{phase} {target}: {tried_by:?}"
-        );
+    for phase in ["evacuate", "recover"] {
+        assert!(tried_by.get(phase).is_some_and(|n| *n >= 8), "{phase}: {tried_by:?}");
     }
     assert_eq!(exact, tried);
 }
