@@ -505,34 +505,6 @@ async fn issue_15_unreadable_elasticache_fails_its_line_and_the_writers_still_mo
     );
 }
 
-/// Writes a journal record exactly as azevac wrote it before journal format 2 (issue 32): the
-/// attributes of `src/journal/record.rs` `to_item`, without `format`, with the old action strings.
-pub(crate) async fn put_format_1_record(sdk: &aws_config::SdkConfig, arn: &str, name: &str, actions: &[&str]) {
-    use aws_sdk_dynamodb::types::AttributeValue as V;
-    let list = |values: &[&str]| V::L(values.iter().map(|v| V::S(v.to_string())).collect());
-    let when = "2026-11-30T09:00:00Z";
-    aws_sdk_dynamodb::Client::new(sdk)
-        .put_item()
-        .table_name(common::TABLE)
-        .item("az_id", V::S(common::ZONE.into()))
-        .item("resource", V::S(arn.into()))
-        .item("resource_type", V::S("db".into()))
-        .item("removed_subnets", list(&[]))
-        .item("state", V::S("done".into()))
-        .item("version", V::N("2".into()))
-        .item("original_subnets", list(&[]))
-        .item("actions", list(actions))
-        .item("resource_name", V::S(name.into()))
-        .item("run_id", V::S("run-before-format-2".into()))
-        .item("evacuated_by", V::S("arn:aws:iam::123456789012:user/operator".into()))
-        .item("azevac_version", V::S("0.31.0".into()))
-        .item("created_at", V::S(when.into()))
-        .item("updated_at", V::S(when.into()))
-        .send()
-        .await
-        .expect("PutItem");
-}
-
 /// Issue 32: a cluster's record written before journal format 2 (`writer:<id>@<az-id>`, no
 /// `format`) still recovers: `--failback` moves the writer back to the instance it names, and the
 /// record goes.
@@ -557,7 +529,7 @@ async fn issue_32_an_old_cluster_record_still_fails_back() {
         .expect("DescribeDBClusters");
     let arn = clusters.db_clusters()[0].db_cluster_arn().expect("ARN").to_owned();
     azevac(&moto, &["init"]).expect_code(0);
-    put_format_1_record(&sdk, &arn, "orders", &["writer:orders-1@use1-az2"]).await;
+    common::put_format_1_record(&sdk, &arn, "db", "orders", &["writer:orders-1@use1-az2"], None).await;
 
     let back = azevac(
         &moto,

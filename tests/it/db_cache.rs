@@ -649,7 +649,7 @@ async fn issue_32_an_old_group_record_still_fails_back_and_turns_failover_on() {
         "turned-off:automatic-failover",
         "turned-off:multi-az",
     ];
-    crate::db::put_format_1_record(&sdk, &arn, "guarded", &old).await;
+    common::put_format_1_record(&sdk, &arn, "db", "guarded", &old, None).await;
 
     fail_back_guarded(
         &proxy,

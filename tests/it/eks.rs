@@ -673,8 +673,11 @@ async fn issue_32_records_written_before_typed_actions_still_recover() {
         (AZ2_NODES[1], &["taint:azevac.io/evacuated=use1-az2:NoExecute"], None),
         (AZ2_NODES[2], &["drain"], None),
     ];
+    let sdk = common::sdk(&setup.moto).await;
     for (node, actions, identity) in records {
-        common::kube::put_format_1_record(&setup.moto, &format!("{CLUSTER}/{node}"), "eks", actions, identity).await;
+        let resource = format!("{CLUSTER}/{node}");
+        let name = resource.rsplit_once(":cluster/").map_or(resource.as_str(), |(_, n)| n);
+        common::put_format_1_record(&sdk, &resource, "eks", name, actions, identity).await;
     }
 
     let plan = setup

@@ -733,8 +733,10 @@ async fn issue_32_records_written_before_typed_actions_still_recover() {
             "annotate:karpenter.sh/do-not-disrupt=true".to_owned(),
         ),
     ];
+    let sdk = common::sdk(&setup.moto).await;
     for (resource, action) in &records {
-        common::kube::put_format_1_record(&setup.moto, resource, "karpenter", &[action.as_str()], None).await;
+        let name = resource.rsplit_once(":cluster/").map_or(resource.as_str(), |(_, n)| n);
+        common::put_format_1_record(&sdk, resource, "karpenter", name, &[action.as_str()], None).await;
     }
 
     let plan = setup

@@ -420,3 +420,44 @@ where
             .collect()
     })
 }
+
+/// Write a journal record exactly as azevac wrote it before journal format 2 (issue 32): the
+/// attributes of `src/journal/record.rs`'s `to_item` without `format`, the actions as that
+/// version's strings, in state `done`, named `name`. `identity`: the object's uid and, for a node,
+/// its instance.
+pub async fn put_format_1_record(
+    sdk: &SdkConfig,
+    resource: &str,
+    resource_type: &str,
+    name: &str,
+    actions: &[&str],
+    identity: Option<(&str, Option<&str>)>,
+) {
+    let list = |values: &[&str]| AttributeValue::L(values.iter().map(|v| AttributeValue::S((*v).to_owned())).collect());
+    let s = |value: &str| AttributeValue::S(value.to_owned());
+    let mut put = aws_sdk_dynamodb::Client::new(sdk)
+        .put_item()
+        .table_name(TABLE)
+        .item("az_id", s(ZONE))
+        .item("resource", s(resource))
+        .item("resource_type", s(resource_type))
+        .item("removed_subnets", list(&[]))
+        .item("state", s("done"))
+        .item("version", AttributeValue::N("2".into()))
+        .item("original_subnets", list(&[]))
+        .item("actions", list(actions))
+        .item("resource_name", s(name))
+        .item("run_id", s("run-20261101-0900"))
+        .item("evacuated_by", s("arn:aws:iam::123456789012:user/operator"))
+        .item("azevac_version", s("0.31.0"))
+        .item("created_at", s("2026-11-01T09:00:00Z"))
+        .item("updated_at", s("2026-11-01T09:00:01Z"));
+    if let Some((uid, instance)) = identity {
+        let mut map = HashMap::from([("uid".to_owned(), s(uid))]);
+        if let Some(instance) = instance {
+            map.insert("instance_id".to_owned(), s(instance));
+        }
+        put = put.item("identity", AttributeValue::M(map));
+    }
+    put.send().await.expect("PutItem of a format 1 record");
+}
