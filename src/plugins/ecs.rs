@@ -470,11 +470,11 @@ fn cluster_of(arn: &str) -> Option<String> {
 
 /// The ECS kind's own flag: `--cluster` (evacuate).
 pub mod flags {
-    use clap::{Args, FromArgMatches};
+    use clap::Args;
     use serde::{Deserialize, Serialize};
 
     use crate::model::{Command, Request};
-    use crate::plugins::{to_options, Flags};
+    use crate::plugins::{to_options, CommandFlags, Flags};
     use crate::Result;
 
     /// `--cluster`, as clap reads it.
@@ -495,30 +495,15 @@ pub mod flags {
     }
 
     /// The registry's entry for this flag.
-    pub static FLAGS: Flags = Flags {
-        name: super::TYPE,
-        add,
-        read,
-        validate,
-    };
+    pub static FLAGS: Flags = Flags::of::<Given>(super::TYPE, validate);
 
-    fn add(command: clap::Command, which: Command) -> clap::Command {
-        match which {
-            Command::Evacuate => Given::augment_args(command),
-            Command::Recover => command,
-        }
-    }
+    impl CommandFlags for Given {
+        const COMMAND: Command = Command::Evacuate;
 
-    fn read(matches: &clap::ArgMatches, which: Command) -> crate::plugins::Options {
-        // Only the command that declares them may be asked for them (clap refuses an unknown id).
-        match which {
-            Command::Evacuate => match Given::from_arg_matches(matches) {
-                Ok(given) => to_options(&Options {
-                    ecs_clusters: given.clusters,
-                }),
-                Err(_) => crate::plugins::Options::new(),
-            },
-            _ => crate::plugins::Options::new(),
+        fn options(self) -> crate::plugins::Options {
+            to_options(&Options {
+                ecs_clusters: self.clusters,
+            })
         }
     }
 

@@ -78,6 +78,46 @@ pub struct Flags {
 /// A request's per-kind options by JSON key.
 pub type Options = serde_json::Map<String, serde_json::Value>;
 
+/// A kind's flags as clap reads them: the command that takes them, and what they say as the
+/// kind's request options. [`Flags::of`] makes the registry's entry from them.
+pub trait CommandFlags: clap::Args + clap::FromArgMatches {
+    /// The command that declares them (the other one does not know them).
+    const COMMAND: Command;
+
+    /// What the operator gave, as the kind's request options.
+    fn options(self) -> Options;
+}
+
+impl Flags {
+    /// The registry's entry for flags `F` that `command` takes, checked by `validate`.
+    pub const fn of<F: CommandFlags>(name: &'static str, validate: fn(&Request) -> Result<()>) -> Flags {
+        Flags {
+            name,
+            add: add_flags::<F>,
+            read: read_flags::<F>,
+            validate,
+        }
+    }
+}
+
+/// Adds flags `F` to the command that takes them.
+fn add_flags<F: CommandFlags>(command: clap::Command, which: Command) -> clap::Command {
+    if which == F::COMMAND {
+        F::augment_args(command)
+    } else {
+        command
+    }
+}
+
+/// Flags `F` as given, on the command that takes them: only that command may be asked for them
+/// (clap refuses an id it does not know).
+fn read_flags<F: CommandFlags>(matches: &clap::ArgMatches, which: Command) -> Options {
+    if which != F::COMMAND {
+        return Options::new();
+    }
+    F::from_arg_matches(matches).map(F::options).unwrap_or_default()
+}
+
 /// A kind's option values as request options (its serde type; what it leaves out stays out).
 pub fn to_options<T: serde::Serialize>(values: &T) -> Options {
     match serde_json::to_value(values) {

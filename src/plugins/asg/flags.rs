@@ -1,10 +1,10 @@
 //! The Auto Scaling kind's own flag: `--pace` (evacuate), and how long pacing may wait.
 
-use clap::{Args, FromArgMatches};
+use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Command, Request};
-use crate::plugins::{to_options, wait_within, Flags};
+use crate::plugins::{to_options, wait_within, CommandFlags, Flags};
 use crate::Result;
 
 /// `--pace`, as clap reads it.
@@ -31,31 +31,16 @@ pub struct Options {
 }
 
 /// The registry's entry for these flags.
-pub static FLAGS: Flags = Flags {
-    name: super::TYPE,
-    add,
-    read,
-    validate,
-};
+pub static FLAGS: Flags = Flags::of::<Given>(super::TYPE, validate);
 
-fn add(command: clap::Command, which: Command) -> clap::Command {
-    match which {
-        Command::Evacuate => Given::augment_args(command),
-        Command::Recover => command,
-    }
-}
+impl CommandFlags for Given {
+    const COMMAND: Command = Command::Evacuate;
 
-fn read(matches: &clap::ArgMatches, which: Command) -> crate::plugins::Options {
-    // Only the command that declares them may be asked for them (clap refuses an unknown id).
-    match which {
-        Command::Evacuate => match Given::from_arg_matches(matches) {
-            Ok(given) => to_options(&Options {
-                pace: given.pace,
-                pace_timeout_seconds: None,
-            }),
-            Err(_) => crate::plugins::Options::new(),
-        },
-        _ => crate::plugins::Options::new(),
+    fn options(self) -> crate::plugins::Options {
+        to_options(&Options {
+            pace: self.pace,
+            pace_timeout_seconds: None,
+        })
     }
 }
 

@@ -1,10 +1,10 @@
 //! The database kind's own flag: `--failback` (recover).
 
-use clap::{Args, FromArgMatches};
+use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Command, Request};
-use crate::plugins::{to_options, Flags};
+use crate::plugins::{to_options, CommandFlags, Flags};
 use crate::Result;
 
 /// `--failback`, as clap reads it.
@@ -26,30 +26,15 @@ pub struct Options {
 }
 
 /// The registry's entry for this flag.
-pub static FLAGS: Flags = Flags {
-    name: super::TYPE,
-    add,
-    read,
-    validate,
-};
+pub static FLAGS: Flags = Flags::of::<Given>(super::TYPE, validate);
 
-fn add(command: clap::Command, which: Command) -> clap::Command {
-    match which {
-        Command::Recover => Given::augment_args(command),
-        Command::Evacuate => command,
-    }
-}
+impl CommandFlags for Given {
+    const COMMAND: Command = Command::Recover;
 
-fn read(matches: &clap::ArgMatches, which: Command) -> crate::plugins::Options {
-    // Only the command that declares them may be asked for them (clap refuses an unknown id).
-    match which {
-        Command::Recover => match Given::from_arg_matches(matches) {
-            Ok(given) => to_options(&Options {
-                failback: given.failback,
-            }),
-            Err(_) => crate::plugins::Options::new(),
-        },
-        _ => crate::plugins::Options::new(),
+    fn options(self) -> crate::plugins::Options {
+        to_options(&Options {
+            failback: self.failback,
+        })
     }
 }
 

@@ -1,11 +1,11 @@
 //! The Kubernetes kinds' own flags (eks nodes and Karpenter NodePools): `--k8s-mode` and
 //! `--drain-timeout` (evacuate). Both kinds register this one group; it is added once.
 
-use clap::{Args, FromArgMatches};
+use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Command, Request};
-use crate::plugins::{to_options, wait_within, Flags};
+use crate::plugins::{to_options, wait_within, CommandFlags, Flags};
 use crate::Result;
 
 /// What evacuating a node means (`--k8s-mode`).
@@ -48,31 +48,16 @@ pub struct Options {
 }
 
 /// The registry's entry for these flags (both Kubernetes kinds name it).
-pub static FLAGS: Flags = Flags {
-    name: "kubernetes",
-    add,
-    read,
-    validate,
-};
+pub static FLAGS: Flags = Flags::of::<Given>("kubernetes", validate);
 
-fn add(command: clap::Command, which: Command) -> clap::Command {
-    match which {
-        Command::Evacuate => Given::augment_args(command),
-        Command::Recover => command,
-    }
-}
+impl CommandFlags for Given {
+    const COMMAND: Command = Command::Evacuate;
 
-fn read(matches: &clap::ArgMatches, which: Command) -> crate::plugins::Options {
-    // Only the command that declares them may be asked for them (clap refuses an unknown id).
-    match which {
-        Command::Evacuate => match Given::from_arg_matches(matches) {
-            Ok(given) => to_options(&Options {
-                k8s_mode: Some(given.k8s_mode),
-                drain_timeout_seconds: Some(given.drain_timeout.as_secs()),
-            }),
-            Err(_) => crate::plugins::Options::new(),
-        },
-        _ => crate::plugins::Options::new(),
+    fn options(self) -> crate::plugins::Options {
+        to_options(&Options {
+            k8s_mode: Some(self.k8s_mode),
+            drain_timeout_seconds: Some(self.drain_timeout.as_secs()),
+        })
     }
 }
 

@@ -1,10 +1,10 @@
 //! The zonal shift kind's own flags: `--zonal-shift` and `--expires-in` (evacuate).
 
-use clap::{Args, FromArgMatches};
+use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Command, Request};
-use crate::plugins::{to_options, Flags};
+use crate::plugins::{to_options, CommandFlags, Flags};
 use crate::Result;
 
 /// The flags, as clap reads them.
@@ -41,31 +41,16 @@ pub struct Options {
 }
 
 /// The registry's entry for these flags.
-pub static FLAGS: Flags = Flags {
-    name: super::TYPE,
-    add,
-    read,
-    validate,
-};
+pub static FLAGS: Flags = Flags::of::<Given>(super::TYPE, validate);
 
-fn add(command: clap::Command, which: Command) -> clap::Command {
-    match which {
-        Command::Evacuate => Given::augment_args(command),
-        Command::Recover => command,
-    }
-}
+impl CommandFlags for Given {
+    const COMMAND: Command = Command::Evacuate;
 
-fn read(matches: &clap::ArgMatches, which: Command) -> crate::plugins::Options {
-    // Only the command that declares them may be asked for them (clap refuses an unknown id).
-    match which {
-        Command::Evacuate => match Given::from_arg_matches(matches) {
-            Ok(given) => to_options(&Options {
-                zonal_shift: given.zonal_shift,
-                expires_in: Some(given.expiry.expires_in),
-            }),
-            Err(_) => crate::plugins::Options::new(),
-        },
-        _ => crate::plugins::Options::new(),
+    fn options(self) -> crate::plugins::Options {
+        to_options(&Options {
+            zonal_shift: self.zonal_shift,
+            expires_in: Some(self.expiry.expires_in),
+        })
     }
 }
 
