@@ -17,7 +17,6 @@ use async_trait::async_trait;
 use aws_sdk_batch::types::{
     CeStatus, CeType, ComputeEnvironmentDetail, ComputeResourceUpdate, CrAllocationStrategy, CrType,
 };
-use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
@@ -101,15 +100,21 @@ impl Batch {
     /// Wait (bounded) until the environment's update in progress has finished (AWS refuses an update
     /// while one runs); `Err` with its status when time ran out. One that vanished is not waited for.
     async fn wait_while_updating(&self, arn: &str, timeout: Duration) -> Result<std::result::Result<(), String>> {
-        crate::say!(
-            "azevac: waiting for the update in progress on {} to finish",
-            crate::text::clean(arn)
-        );
         let ids = [arn.to_owned()];
+        // Said once, when there is something to wait for.
+        let said = std::sync::atomic::AtomicBool::new(false);
         wait::until(timeout, self.poll, |_| async {
             let found = self.describe(&ids).await?;
             Ok(match found.first().and_then(|e| e.status()) {
-                Some(status @ (CeStatus::Updating | CeStatus::Creating)) => Poll::Pending(status.as_str().to_owned()),
+                Some(status @ (CeStatus::Updating | CeStatus::Creating)) => {
+                    if !said.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                        crate::say!(
+                            "azevac: waiting for the update in progress on {} to finish",
+                            crate::text::clean(arn)
+                        );
+                    }
+                    Poll::Pending(status.as_str().to_owned())
+                }
                 _ => Poll::Reached(()),
             })
         })
@@ -352,8 +357,7 @@ mod tests {
             .subnets("subnet-a")
             .subnets("subnet-b")
             .security_group_ids("sg-1")
-            .build()
-            .expect("compute resources");
+            .build();
         ComputeEnvironmentDetail::builder()
             .compute_environment_name(name)
             .compute_environment_arn(format!(
@@ -365,12 +369,11 @@ mod tests {
             .service_role(SLR)
             .compute_resources(resources)
             .build()
-            .expect("environment")
     }
 
     #[test]
     fn which_environments_azevac_can_move_and_why_not() {
-        let ok = |e: &ComputeEnvironmentDetail| unsupported(e);
+        let ok = unsupported;
         let progressive = environment("p", CrType::Ec2, Some(CrAllocationStrategy::BestFitProgressive));
         assert_eq!(ok(&progressive), None);
         assert_eq!(

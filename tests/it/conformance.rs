@@ -108,6 +108,7 @@ impl Kind {
         match self {
             Kind::Ecs => format!("prod/r{i}"),
             Kind::Karpenter => format!("nodepool/r{i}"),
+            Kind::Batch => format!("ce-r{i}"),
             _ => format!("r{i}"),
         }
     }
@@ -401,7 +402,10 @@ fn subnet_spec(kind: Kind) -> Spec {
                 desired: 0,
                 tags: BTreeMap::new(),
             }),
-            Kind::Batch => spec.batch_compute_environments.push(batch_environment(name, zones)),
+            // Batch names are three characters at least (in moto).
+            Kind::Batch => spec
+                .batch_compute_environments
+                .push(batch_environment(format!("ce-{name}"), zones)),
             _ => spec.lambda_functions.push(LambdaSpec {
                 name,
                 vpc: Some("main".into()),
@@ -416,7 +420,7 @@ fn subnet_spec(kind: Kind) -> Spec {
 
 /// Batch compute environments: the odd ones EC2 (an infrastructure update), the others Fargate.
 fn batch_environment(name: String, zones: Vec<String>) -> BatchSpec {
-    let ec2 = ["r1", "r3", "r5"].contains(&name.as_str());
+    let ec2 = ["ce-r1", "ce-r3", "ce-r5"].contains(&name.as_str());
     BatchSpec {
         name,
         vpc: "main".into(),
@@ -861,11 +865,11 @@ impl World {
                     .expect("FailoverDBCluster");
             }
             Kind::Batch => {
-                let now = batch_state(&self.sdk).await["r0"]["subnets"].clone();
+                let now = batch_state(&self.sdk).await["ce-r0"]["subnets"].clone();
                 let now: Vec<String> = serde_json::from_value(now).expect("subnets");
                 aws_sdk_batch::Client::new(&self.sdk)
                     .update_compute_environment()
-                    .compute_environment("r0")
+                    .compute_environment("ce-r0")
                     .compute_resources(
                         aws_sdk_batch::types::ComputeResourceUpdate::builder()
                             .set_subnets(Some(keep(&now)))
@@ -964,14 +968,14 @@ impl World {
                 let batch = aws_sdk_batch::Client::new(&self.sdk);
                 batch
                     .update_compute_environment()
-                    .compute_environment("r1")
+                    .compute_environment("ce-r1")
                     .state(aws_sdk_batch::types::CeState::Disabled)
                     .send()
                     .await
                     .expect("UpdateComputeEnvironment");
                 batch
                     .delete_compute_environment()
-                    .compute_environment("r1")
+                    .compute_environment("ce-r1")
                     .send()
                     .await
                     .expect("DeleteComputeEnvironment");

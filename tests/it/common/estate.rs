@@ -680,7 +680,7 @@ async fn seed_batch(sdk: &SdkConfig, spec: &Spec, seeded: &Seeded) {
                     .instance_types("optimal")
                     .set_instance_role(profile.clone());
             }
-            request = request.compute_resources(resources.build().expect("compute resources"));
+            request = request.compute_resources(resources.build());
         }
         for (key, value) in &environment.tags {
             request = request.tags(key, value);
