@@ -54,6 +54,7 @@ WARM_UP = [
     ("sns", "list_topics", {}),
     ("sqs", "list_queues", {}),
     ("organizations", "list_roots", {}),
+    ("batch", "describe_compute_environments", {}),
 ]
 
 

@@ -34,11 +34,24 @@ tests/it/emulator.rs checks that moto answers the same items with and without th
 The third, fourth and fifth are `_TransactionItemBackup.conditions_parsed_once`, `_remembered` and
 `_no_request_line`.
 
+A sixth fix makes moto's AWS Batch closer to the service (`_batch_updates_apply`): moto 5.2.5 accepts
+`UpdateComputeEnvironment` but drops its `computeResources` and `updatePolicy`, and describes no update
+policy and no default allocation strategy. With the fix an update applies the compute resources it names and
+leaves the others as they are (an empty subnet or security group list of a Fargate environment is no change),
+as AWS documents for ComputeResourceUpdate; an update of EC2 or Spot resources that needs an infrastructure
+update (subnets, security groups, instance types...) is refused with a ClientException, as AWS refuses it,
+when the environment's allocation strategy is BEST_FIT (the default) or its service role is not the
+AWSServiceRoleForBatch service-linked role (the message is ours); a subnet that does not exist is refused;
+and DescribeComputeEnvironments reports the update policy (AWS's defaults: terminateJobsOnUpdate false,
+jobExecutionTimeoutMinutes 30, or what an update set) and BEST_FIT where no allocation
+strategy was given.
+
 Run with the emulator's Python: .venv-moto/bin/python scripts/moto_server.py -H 127.0.0.1 -p 5000
 Set AZEVAC_MOTO_UNFIXED=1 to serve moto unchanged, without any fix (the benchmark reports both).
 """
 
 import copy
+import json
 import os
 import sys
 import threading
@@ -51,6 +64,9 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 from moto.server import main
+import moto.batch.models as batch_models
+import moto.batch.responses as batch_responses
+from moto.batch.exceptions import ClientException as BatchClientException
 
 
 def _item_key(table, op_type, op):
@@ -225,6 +241,7 @@ def apply_fix() -> None:
     json_serializer._serialize_type_structure = _answer_items_as_they_are(json_serializer._serialize_type_structure)
     DomainDispatcherApplication.get_backend_for_host = _remembered(DomainDispatcherApplication.get_backend_for_host)
     MotoRequestHandler.log_request = _no_request_line
+    _batch_updates_apply()
 
 
 def _no_request_line(handler, code="-", size="-"):
@@ -251,6 +268,75 @@ def _remembered(find_backend):
         return found[host]
 
     return get_backend_for_host
+
+
+# ComputeResourceUpdate fields whose change is an infrastructure update on EC2 and Spot (AWS Batch User Guide,
+# "Perform infrastructure updates").
+_BATCH_INFRASTRUCTURE_FIELDS = {
+    "subnets", "securityGroupIds", "allocationStrategy", "instanceTypes", "ec2KeyPair", "instanceRole", "tags",
+    "placementGroup", "bidPercentage", "launchTemplate", "ec2Configuration", "updateToLatestImageVersion", "type",
+    "imageId",
+}
+_BATCH_DEFAULT_UPDATE_POLICY = {"terminateJobsOnUpdate": False, "jobExecutionTimeoutMinutes": 30}
+
+
+def _batch_updates_apply():
+    """UpdateComputeEnvironment applies its computeResources and updatePolicy (see the module's docstring)."""
+    backend = batch_models.BatchBackend
+    moto_update = backend.update_compute_environment
+    moto_describe = backend.describe_compute_environments
+
+    def update_compute_environment(self, compute_environment_name, state, compute_resources, service_role):
+        env = self.get_compute_environment(compute_environment_name)
+        given = {}
+        if env is not None and compute_resources:
+            current = env.compute_resources or {}
+            fargate = "FARGATE" in current.get("type", "")
+            # Fargate: an empty list of subnets or security groups is handled as no change.
+            given = {k: v for k, v in compute_resources.items()
+                     if not (fargate and k in ("subnets", "securityGroupIds") and v == [])}
+            infrastructure = not fargate and any(
+                k in _BATCH_INFRASTRUCTURE_FIELDS and v != current.get(k) for k, v in given.items())
+            role = env.service_role or ""
+            if infrastructure and (current.get("allocationStrategy", "BEST_FIT") == "BEST_FIT"
+                                   or (role and "/aws-service-role/batch.amazonaws.com/" not in role)):
+                raise BatchClientException(
+                    "Infrastructure updates need the AWSServiceRoleForBatch service-linked role and an "
+                    "allocation strategy other than BEST_FIT")
+            for subnet in given.get("subnets", []):
+                try:
+                    self.ec2_backend.get_subnet(subnet)
+                except batch_models.InvalidSubnetIdError:
+                    raise batch_models.InvalidParameterValueException(f"subnet {subnet} does not exist")
+        answer = moto_update(self, compute_environment_name, state, compute_resources, service_role)
+        if given:
+            env.compute_resources.update(given)
+        return answer
+
+    def describe_compute_environments(self, environments=None):
+        described = moto_describe(self, environments)
+        for entry in described:
+            env = self.get_compute_environment(entry["computeEnvironmentArn"])
+            entry["updatePolicy"] = {**_BATCH_DEFAULT_UPDATE_POLICY, **getattr(env, "update_policy", {})}
+            resources = entry.get("computeResources")
+            if resources is not None and "FARGATE" not in resources.get("type", ""):
+                entry["computeResources"] = {"allocationStrategy": "BEST_FIT", **resources}
+        return described
+
+    def keeping_update_policy(handler):
+        def handle(self):
+            answer = handler(self)
+            policy = self._get_param("updatePolicy")
+            if policy:
+                env = self.batch_backend.get_compute_environment(json.loads(answer)["computeEnvironmentArn"])
+                env.update_policy = {**getattr(env, "update_policy", {}), **policy}
+            return answer
+        return handle
+
+    backend.update_compute_environment = update_compute_environment
+    backend.describe_compute_environments = describe_compute_environments
+    responses = batch_responses.BatchResponse
+    responses.updatecomputeenvironment = keeping_update_policy(responses.updatecomputeenvironment)
 
 
 if __name__ == "__main__":

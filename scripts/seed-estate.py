@@ -27,6 +27,16 @@ TRUST = json.dumps(
     separators=(",", ":"),
 )
 
+BATCH_TRUST = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "batch.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    },
+    separators=(",", ":"),
+)
+
 
 def seed(spec):
     # boto3 reads AWS_DEFAULT_REGION only; azevac and the SDK for Rust read AWS_REGION.
@@ -155,6 +165,47 @@ def seed(spec):
             if function.get("published_alias"):
                 version = awslambda.publish_version(FunctionName=function["name"]).get("Version", "1")
                 awslambda.create_alias(FunctionName=function["name"], Name="live", FunctionVersion=version)
+
+    environments = spec.get("batch_compute_environments", [])
+    if environments:
+        iam = session.client("iam")
+        # Batch's service-linked role, where AWS creates it (moto has no Batch name for CreateServiceLinkedRole).
+        service_role = iam.create_role(
+            RoleName="AWSServiceRoleForBatch",
+            Path="/aws-service-role/batch.amazonaws.com/",
+            AssumeRolePolicyDocument=BATCH_TRUST,
+        )["Role"]["Arn"]
+        own_role = None
+        if any(e.get("own_service_role") for e in environments):
+            own_role = iam.create_role(RoleName="azevac-sample-batch-service", AssumeRolePolicyDocument=BATCH_TRUST)
+            own_role = own_role["Role"]["Arn"]
+        profile = None
+        if any(e.get("compute_type", "FARGATE") in ("EC2", "SPOT") for e in environments):
+            profile = iam.create_instance_profile(InstanceProfileName="azevac-sample-batch")["InstanceProfile"]["Arn"]
+        batch = session.client("batch")
+        for environment in environments:
+            request = {
+                "computeEnvironmentName": environment["name"],
+                "type": "MANAGED" if environment.get("managed", True) else "UNMANAGED",
+                "serviceRole": own_role if environment.get("own_service_role") else service_role,
+            }
+            if environment.get("managed", True):
+                kind = environment.get("compute_type", "FARGATE")
+                resources = {
+                    "type": kind,
+                    "maxvCpus": 16,
+                    "subnets": [subnets[(environment["vpc"], z)] for z in environment["zones"]],
+                    "securityGroupIds": [security_groups[environment["vpc"]]],
+                }
+                if kind in ("EC2", "SPOT"):
+                    # minvCpus 0: moto launches no instance for it.
+                    resources.update(minvCpus=0, instanceTypes=["optimal"], instanceRole=profile)
+                if environment.get("allocation_strategy"):
+                    resources["allocationStrategy"] = environment["allocation_strategy"]
+                request["computeResources"] = resources
+            if environment.get("tags"):
+                request["tags"] = environment["tags"]
+            batch.create_compute_environment(**request)
     return subnets
 
 
@@ -169,7 +220,8 @@ def main():
         f"seeded {len(spec.get('vpcs', []))} VPCs, {len(subnets)} subnets, "
         f"{len(spec.get('nat_gateways', []))} NAT gateways, {len(spec.get('route_tables', []))} route tables, "
         f"{len(spec.get('auto_scaling_groups', []))} Auto Scaling groups, {len(spec.get('ecs_services', []))} ECS "
-        f"services, {len(spec.get('lambda_functions', []))} Lambda functions from {path}",
+        f"services, {len(spec.get('lambda_functions', []))} Lambda functions, "
+        f"{len(spec.get('batch_compute_environments', []))} Batch compute environments from {path}",
         file=sys.stderr,
     )
 

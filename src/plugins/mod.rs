@@ -26,6 +26,7 @@ use crate::topology::{Zone, Zones};
 use crate::Result;
 
 pub mod asg;
+pub mod batch;
 pub mod db;
 pub mod ecs;
 pub mod eks;
@@ -192,6 +193,7 @@ pub const REGISTRY: &[Registration] = &[
     zonal_shift::REGISTRATION,
     nat::REGISTRATION,
     db::REGISTRATION,
+    batch::REGISTRATION,
 ];
 
 /// The IAM service prefixes every run uses whatever the types: zones and subnets, the journal, the

@@ -27,7 +27,7 @@ use std::time::Duration;
 use aws_config::SdkConfig;
 use serde_json::{json, Value};
 
-use common::estate::{self, AsgSpec, EcsSpec, LambdaSpec, NatSpec, RouteTableSpec, Seeded, Spec, VpcSpec};
+use common::estate::{self, AsgSpec, BatchSpec, EcsSpec, LambdaSpec, NatSpec, RouteTableSpec, Seeded, Spec, VpcSpec};
 use common::kill_points::{self, intent_batches, journal_write, named_points, Target};
 use common::kube::{fixture, fixture_items, Cluster, FakeKube};
 use common::proxy::{Faults, Hold, KillOn, KillWhen, Proxy};
@@ -58,11 +58,12 @@ enum Kind {
     ZonalShift,
     Nat,
     Db,
+    Batch,
 }
 
 /// The kinds with a fixture; each has its line at the end of this file (`kind!`), which makes its
 /// tests.
-const KINDS: [Kind; 8] = [
+const KINDS: [Kind; 9] = [
     Kind::Asg,
     Kind::Ecs,
     Kind::Lambda,
@@ -71,6 +72,7 @@ const KINDS: [Kind; 8] = [
     Kind::ZonalShift,
     Kind::Nat,
     Kind::Db,
+    Kind::Batch,
 ];
 
 impl Kind {
@@ -93,6 +95,7 @@ impl Kind {
             Kind::ZonalShift => "zonal-shift",
             Kind::Nat => "nat",
             Kind::Db => "db",
+            Kind::Batch => "batch",
         }
     }
 
@@ -106,6 +109,7 @@ impl Kind {
         match self {
             Kind::Ecs => format!("prod/r{i}"),
             Kind::Karpenter => format!("nodepool/r{i}"),
+            Kind::Batch => format!("ce-r{i}"),
             _ => format!("r{i}"),
         }
     }
@@ -399,6 +403,10 @@ fn subnet_spec(kind: Kind) -> Spec {
                 desired: 0,
                 tags: BTreeMap::new(),
             }),
+            // Batch names are three characters at least (in moto).
+            Kind::Batch => spec
+                .batch_compute_environments
+                .push(batch_environment(format!("ce-{name}"), zones)),
             _ => spec.lambda_functions.push(LambdaSpec {
                 name,
                 vpc: Some("main".into()),
@@ -409,6 +417,54 @@ fn subnet_spec(kind: Kind) -> Spec {
         }
     }
     spec
+}
+
+/// Batch compute environments: the odd ones EC2 (an infrastructure update), the others Fargate.
+fn batch_environment(name: String, zones: Vec<String>) -> BatchSpec {
+    let ec2 = ["ce-r1", "ce-r3", "ce-r5"].contains(&name.as_str());
+    BatchSpec {
+        name,
+        vpc: "main".into(),
+        zones,
+        compute_type: if ec2 { "EC2" } else { "FARGATE" }.into(),
+        allocation_strategy: ec2.then(|| "BEST_FIT_PROGRESSIVE".into()),
+        managed: true,
+        own_service_role: false,
+        tags: BTreeMap::new(),
+    }
+}
+
+/// Every Batch compute environment's placement, and what else an update could change.
+async fn batch_state(sdk: &SdkConfig) -> State {
+    let environments: Vec<aws_sdk_batch::types::ComputeEnvironmentDetail> = aws_sdk_batch::Client::new(sdk)
+        .describe_compute_environments()
+        .into_paginator()
+        .items()
+        .send()
+        .try_collect()
+        .await
+        .expect("DescribeComputeEnvironments");
+    environments
+        .iter()
+        .map(|e| {
+            let r = e.compute_resources();
+            let mut state = placement(
+                r.map(|r| r.subnets()).unwrap_or_default(),
+                r.map(|r| r.security_group_ids()).unwrap_or_default(),
+                None,
+            );
+            state["rest"] = json!(format!(
+                "{:?} {:?} {:?} {:?} {:?} {:?}",
+                r.and_then(|r| r.r#type()),
+                r.and_then(|r| r.allocation_strategy()),
+                r.and_then(|r| r.maxv_cpus()),
+                e.state(),
+                e.service_role(),
+                e.update_policy()
+            ));
+            (e.compute_environment_name().unwrap_or_default().to_owned(), state)
+        })
+        .collect()
 }
 
 /// Subnets, security groups and public IP setting as one state.
@@ -563,7 +619,7 @@ impl World {
         }
         let mut ids = BTreeMap::new();
         match self.kind {
-            Kind::Asg | Kind::Ecs | Kind::Lambda => {
+            Kind::Asg | Kind::Ecs | Kind::Lambda | Kind::Batch => {
                 let seeded = estate::seed(&self.sdk, &subnet_spec(self.kind)).await;
                 ids.insert("zone subnet".to_owned(), seeded.subnet("main", ZONE));
                 ids.insert("use1-az4 subnet".to_owned(), seeded.subnet("main", "use1-az4"));
@@ -618,6 +674,7 @@ impl World {
             Kind::ZonalShift => self.shift_state(),
             Kind::Nat => nat_state(&self.sdk).await,
             Kind::Db => db_state(&self.sdk).await,
+            Kind::Batch => batch_state(&self.sdk).await,
         }
     }
 
@@ -677,7 +734,7 @@ impl World {
                 panic!("{}: no {key} in {original:?}", self.kind.name());
             };
             match self.kind {
-                Kind::Asg | Kind::Ecs | Kind::Lambda => {
+                Kind::Asg | Kind::Ecs | Kind::Lambda | Kind::Batch => {
                     let zone = self.id("zone subnet");
                     if let Some(subnets) = resource["subnets"].as_array_mut() {
                         subnets.retain(|s| s != &json!(zone));
@@ -808,6 +865,21 @@ impl World {
                     .await
                     .expect("FailoverDBCluster");
             }
+            Kind::Batch => {
+                let now = batch_state(&self.sdk).await["ce-r0"]["subnets"].clone();
+                let now: Vec<String> = serde_json::from_value(now).expect("subnets");
+                aws_sdk_batch::Client::new(&self.sdk)
+                    .update_compute_environment()
+                    .compute_environment("ce-r0")
+                    .compute_resources(
+                        aws_sdk_batch::types::ComputeResourceUpdate::builder()
+                            .set_subnets(Some(keep(&now)))
+                            .build(),
+                    )
+                    .send()
+                    .await
+                    .expect("UpdateComputeEnvironment");
+            }
         }
     }
 
@@ -891,6 +963,23 @@ impl World {
                     .send()
                     .await
                     .expect("DeleteDBCluster");
+            }
+            Kind::Batch => {
+                // AWS deletes only a disabled environment.
+                let batch = aws_sdk_batch::Client::new(&self.sdk);
+                batch
+                    .update_compute_environment()
+                    .compute_environment("ce-r1")
+                    .state(aws_sdk_batch::types::CeState::Disabled)
+                    .send()
+                    .await
+                    .expect("UpdateComputeEnvironment");
+                batch
+                    .delete_compute_environment()
+                    .compute_environment("ce-r1")
+                    .send()
+                    .await
+                    .expect("DeleteComputeEnvironment");
             }
         }
     }
@@ -1317,6 +1406,13 @@ kind!(nat = Nat;
     vanished: issue_31_a_vanished_resource_is_reported,
 );
 kind!(db = Db;
+    round_trip: issue_31_round_trip_is_exact,
+    crash_between_intent_and_act: issue_31_a_crash_between_intent_and_act_is_recovered,
+    kill_at_every_call: issue_31_a_kill_at_every_call_loses_nothing,
+    changed_by_hand: issue_31_a_change_by_hand_before_the_change_is_kept,
+    vanished: issue_31_a_vanished_resource_is_reported,
+);
+kind!(batch = Batch;
     round_trip: issue_31_round_trip_is_exact,
     crash_between_intent_and_act: issue_31_a_crash_between_intent_and_act_is_recovered,
     kill_at_every_call: issue_31_a_kill_at_every_call_loses_nothing,

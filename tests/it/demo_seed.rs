@@ -110,6 +110,47 @@ async fn nat_routes(sdk: &aws_config::SdkConfig, names: &BTreeMap<String, String
     out
 }
 
+/// Every Batch compute environment, with names for IDs: its type, compute type, allocation
+/// strategy, subnets, security groups, service role and tags.
+async fn batch_environments(sdk: &aws_config::SdkConfig, names: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let environments: Vec<aws_sdk_batch::types::ComputeEnvironmentDetail> = aws_sdk_batch::Client::new(sdk)
+        .describe_compute_environments()
+        .into_paginator()
+        .items()
+        .send()
+        .try_collect()
+        .await
+        .expect("DescribeComputeEnvironments");
+    let name = |ids: &[String]| -> Vec<String> {
+        ids.iter()
+            .map(|id| names.get(id).cloned().unwrap_or_default())
+            .collect()
+    };
+    environments
+        .iter()
+        .map(|e| {
+            let resources = e.compute_resources();
+            let mut tags: Vec<String> = e
+                .tags()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            tags.sort();
+            let described = format!(
+                "{:?} {:?} {:?} subnets {:?} groups {:?} role {:?} tags {tags:?}",
+                e.r#type(),
+                resources.and_then(|r| r.r#type()),
+                resources.and_then(|r| r.allocation_strategy()),
+                name(resources.map(|r| r.subnets()).unwrap_or_default()),
+                name(resources.map(|r| r.security_group_ids()).unwrap_or_default()),
+                e.service_role(),
+            );
+            (e.compute_environment_name().unwrap_or_default().to_owned(), described)
+        })
+        .collect()
+}
+
 fn named(snapshot: &Snapshot, names: &BTreeMap<String, String>) -> Snapshot {
     let name = |ids: &[String]| -> Vec<String> {
         ids.iter()
@@ -166,4 +207,11 @@ async fn the_demo_seeder_creates_the_estate_the_tests_seed() {
         "{expected_routes:?}"
     );
     assert_eq!(nat_routes(&python_sdk, &python_names).await, expected_routes);
+    let expected_batch = batch_environments(&rust_sdk, &rust_names).await;
+    assert_eq!(
+        expected_batch.len(),
+        spec.batch_compute_environments.len(),
+        "{expected_batch:?}"
+    );
+    assert_eq!(batch_environments(&python_sdk, &python_names).await, expected_batch);
 }

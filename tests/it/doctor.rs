@@ -58,6 +58,8 @@ fn assert_read_only(proxy: &Proxy) {
             .any(|p| action.starts_with(p))
             // REST paths (Lambda, ARC) name the collection; the proxy's label is the path.
             || call.starts_with("lambda:/")
+            // Batch's REST paths name the operation, in lower case.
+            || (call.starts_with("batch:/") && ["describe", "list"].iter().any(|p| action.starts_with(p)))
             || call.starts_with("arc-zonal-shift:List");
         assert!(read, "doctor sent a call that is not a read: {call} (all: {calls:?})");
     }

@@ -9,6 +9,7 @@ mod apply;
 mod as_code;
 mod asg;
 mod bad_input;
+mod batch;
 mod conformance;
 mod db;
 mod db_cache;

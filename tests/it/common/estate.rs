@@ -30,6 +30,44 @@ pub struct Spec {
     /// Route tables through those NAT gateways.
     #[serde(default)]
     pub route_tables: Vec<RouteTableSpec>,
+    /// The AWS Batch compute environments.
+    #[serde(default)]
+    pub batch_compute_environments: Vec<BatchSpec>,
+}
+
+/// One AWS Batch compute environment (moto launches no instance: EC2 ones have minvCpus 0).
+#[derive(Debug, Clone, Deserialize)]
+pub struct BatchSpec {
+    /// Its name.
+    pub name: String,
+    /// The VPC (by spec name) of its subnets and security group (managed ones).
+    #[serde(default)]
+    pub vpc: String,
+    /// The AZ IDs of its subnets, in order.
+    #[serde(default)]
+    pub zones: Vec<String>,
+    /// `EC2`, `SPOT`, `FARGATE` (default) or `FARGATE_SPOT`.
+    #[serde(default = "fargate")]
+    pub compute_type: String,
+    /// Its allocation strategy (EC2 and Spot; none given: AWS's default, BEST_FIT).
+    #[serde(default)]
+    pub allocation_strategy: Option<String>,
+    /// Unmanaged when false (default: managed).
+    #[serde(default = "yes")]
+    pub managed: bool,
+    /// A service role of its own instead of the service-linked AWSServiceRoleForBatch.
+    #[serde(default)]
+    pub own_service_role: bool,
+    /// Tags.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+}
+
+fn fargate() -> String {
+    "FARGATE".into()
+}
+fn yes() -> bool {
+    true
 }
 
 /// One NAT gateway, in its VPC's subnet of one zone, tagged `Name`.
@@ -289,6 +327,7 @@ pub async fn seed(sdk: &SdkConfig, spec: &Spec) -> Seeded {
     }
     seed_ecs(sdk, spec, &seeded).await;
     seed_lambda(sdk, spec, &seeded).await;
+    seed_batch(sdk, spec, &seeded).await;
     seeded
 }
 
@@ -553,6 +592,103 @@ async fn seed_lambda(sdk: &SdkConfig, spec: &Spec, seeded: &Seeded) {
                 .await
                 .expect("CreateAlias");
         }
+    }
+}
+
+const BATCH_TRUST: &str = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"batch.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
+
+async fn seed_batch(sdk: &SdkConfig, spec: &Spec, seeded: &Seeded) {
+    use aws_sdk_batch::types::{CeType, ComputeResource, CrAllocationStrategy, CrType};
+    let environments = &spec.batch_compute_environments;
+    if environments.is_empty() {
+        return;
+    }
+    let iam = aws_sdk_iam::Client::new(sdk);
+    let role = |name: &'static str, path: Option<&'static str>| {
+        let iam = iam.clone();
+        async move {
+            iam.create_role()
+                .role_name(name)
+                .set_path(path.map(str::to_owned))
+                .assume_role_policy_document(BATCH_TRUST)
+                .send()
+                .await
+                .expect("CreateRole")
+                .role()
+                .map(|r| r.arn().to_owned())
+                .expect("a role ARN")
+        }
+    };
+    // Batch's service-linked role, where AWS creates it (moto has no Batch name for CreateServiceLinkedRole).
+    let service_role = role("AWSServiceRoleForBatch", Some("/aws-service-role/batch.amazonaws.com/")).await;
+    let own_role = match environments.iter().any(|e| e.own_service_role) {
+        true => Some(role("azevac-sample-batch-service", None).await),
+        false => None,
+    };
+    let profile = match environments
+        .iter()
+        .any(|e| matches!(e.compute_type.as_str(), "EC2" | "SPOT"))
+    {
+        true => iam
+            .create_instance_profile()
+            .instance_profile_name("azevac-sample-batch")
+            .send()
+            .await
+            .expect("CreateInstanceProfile")
+            .instance_profile()
+            .map(|p| p.arn().to_owned()),
+        false => None,
+    };
+    let batch = aws_sdk_batch::Client::new(sdk);
+    for environment in environments {
+        let mut request = batch
+            .create_compute_environment()
+            .compute_environment_name(&environment.name)
+            .r#type(if environment.managed {
+                CeType::Managed
+            } else {
+                CeType::Unmanaged
+            })
+            .service_role(match environment.own_service_role {
+                true => own_role.clone().expect("own role"),
+                false => service_role.clone(),
+            });
+        if environment.managed {
+            let kind = CrType::from(environment.compute_type.as_str());
+            let ec2 = matches!(kind, CrType::Ec2 | CrType::Spot);
+            let mut resources = ComputeResource::builder()
+                .r#type(kind)
+                .maxv_cpus(16)
+                .set_subnets(Some(
+                    environment
+                        .zones
+                        .iter()
+                        .map(|z| seeded.subnet(&environment.vpc, z))
+                        .collect(),
+                ))
+                .security_group_ids(&seeded.security_groups[&environment.vpc])
+                .set_allocation_strategy(
+                    environment
+                        .allocation_strategy
+                        .as_deref()
+                        .map(CrAllocationStrategy::from),
+                );
+            if ec2 {
+                // minvCpus 0: moto launches no instance for it.
+                resources = resources
+                    .minv_cpus(0)
+                    .instance_types("optimal")
+                    .set_instance_role(profile.clone());
+            }
+            request = request.compute_resources(resources.build());
+        }
+        for (key, value) in &environment.tags {
+            request = request.tags(key, value);
+        }
+        request
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("CreateComputeEnvironment {}: {e:?}", environment.name));
     }
 }
 

@@ -58,6 +58,12 @@ pub fn changes(label: &str, body: &str) -> bool {
         return false;
     }
     if action.starts_with('/') {
+        // A REST path that is the operation's name (Batch: /v1/describecomputeenvironments) says
+        // whether it reads; other REST reads (Lambda) send no body.
+        let last = action.rsplit('/').next().unwrap_or_default();
+        if ["describe", "list", "get"].iter().any(|read| last.starts_with(read)) {
+            return false;
+        }
         return !body.is_empty();
     }
     !["Describe", "List", "Get"].iter().any(|read| action.starts_with(read))
