@@ -132,6 +132,14 @@ def seed(spec):
                 request["tags"] = tags
             ecs.create_service(**request)
 
+    for endpoint in spec.get("vpc_endpoints", []):
+        ec2.create_vpc_endpoint(
+            VpcId=vpcs[endpoint["vpc"]],
+            ServiceName=endpoint["service"],
+            VpcEndpointType="Interface",
+            SubnetIds=[subnets[(endpoint["vpc"], z)] for z in endpoint["zones"]],
+            TagSpecifications=[{"ResourceType": "vpc-endpoint", "Tags": [{"Key": "Name", "Value": endpoint["name"]}]}],
+        )
     functions = spec.get("lambda_functions", [])
     if functions:
         role = session.client("iam").create_role(RoleName="azevac-sample-lambda", AssumeRolePolicyDocument=TRUST)
@@ -169,7 +177,8 @@ def main():
         f"seeded {len(spec.get('vpcs', []))} VPCs, {len(subnets)} subnets, "
         f"{len(spec.get('nat_gateways', []))} NAT gateways, {len(spec.get('route_tables', []))} route tables, "
         f"{len(spec.get('auto_scaling_groups', []))} Auto Scaling groups, {len(spec.get('ecs_services', []))} ECS "
-        f"services, {len(spec.get('lambda_functions', []))} Lambda functions from {path}",
+        f"services, {len(spec.get('lambda_functions', []))} Lambda functions, "
+        f"{len(spec.get('vpc_endpoints', []))} VPC endpoints from {path}",
         file=sys.stderr,
     )
 
