@@ -45,14 +45,25 @@ AWSServiceRoleForBatch service-linked role (the message is ours); a subnet that 
 and DescribeComputeEnvironments reports the update policy (AWS's defaults: terminateJobsOnUpdate false,
 jobExecutionTimeoutMinutes 30, or what an update set) and BEST_FIT where no allocation
 strategy was given.
+Besides these, moto's interface VPC endpoints are made closer to EC2 (`_endpoint_interfaces_as_ec2`, for
+`--type vpc-endpoint`): moto 5.2.5 gives an endpoint's network interfaces an address outside their subnet,
+and its ModifyVpcEndpoint changes the subnet list alone (no interface is made for an added subnet nor deleted
+for a removed one, so `NetworkInterfaceIds` and the interfaces disagree with `SubnetIds`) and ignores
+`SubnetConfigurations` (the address asked for in a subnet). As EC2 does, each subnet of the endpoint now has
+one requester-managed interface of type `vpc_endpoint` with an address of the subnet: the one asked for, or a
+free one; an address asked for that another interface holds is refused (`InvalidIPAddress.InUse`), one
+outside the subnet too (`InvalidParameterValue`), before anything changes. (EC2 also keeps a changed
+endpoint `pending` for a while; moto's stays `available`: azevac's wait for it is unit-tested instead.)
 
 Run with the emulator's Python: .venv-moto/bin/python scripts/moto_server.py -H 127.0.0.1 -p 5000
 Set AZEVAC_MOTO_UNFIXED=1 to serve moto unchanged, without any fix (the benchmark reports both).
 """
 
 import copy
+import ipaddress
 import json
 import os
+import random
 import sys
 import threading
 
@@ -242,6 +253,127 @@ def apply_fix() -> None:
     DomainDispatcherApplication.get_backend_for_host = _remembered(DomainDispatcherApplication.get_backend_for_host)
     MotoRequestHandler.log_request = _no_request_line
     _batch_updates_apply()
+    _endpoint_interfaces_as_ec2()
+
+
+def _endpoint_interfaces_as_ec2():
+    """Interface endpoints' network interfaces as EC2 keeps them (see the module's docstring)."""
+    from moto.ec2.exceptions import EC2ClientError
+    from moto.ec2.responses.vpcs import VPCs
+
+    def configurations(response):
+        """`SubnetConfigurations` by subnet: (Ipv4, Ipv6), either None when not asked for."""
+        found = {}
+        for entry in response._get_param("SubnetConfigurations", []) or []:
+            if isinstance(entry, dict) and entry.get("SubnetId"):
+                found[entry["SubnetId"]] = (entry.get("Ipv4"), entry.get("Ipv6"))
+        return found
+
+    def held(backend, replaced=()):
+        """Every address an interface holds, but those of the interfaces about to be replaced."""
+        addresses = set()
+        for eni in backend.enis.values():
+            if eni.id in replaced:
+                continue
+            addresses.add(eni.private_ip_address)
+            addresses.update(ip.get("PrivateIpAddress") for ip in eni.private_ip_addresses if isinstance(ip, dict))
+            addresses.update(eni.ipv6_addresses)
+        addresses.discard(None)
+        return addresses
+
+    def check(backend, subnet_id, ipv4, ipv6, replaced=()):
+        subnet = backend.get_subnet(subnet_id)
+        taken = held(backend, replaced)
+        if ipv4 is not None:
+            network = ipaddress.IPv4Network(subnet.cidr_block)
+            try:
+                address = ipaddress.IPv4Address(ipv4)
+            except ValueError:
+                raise EC2ClientError("InvalidParameterValue", f"Value ({ipv4}) for parameter Ipv4 is invalid.")
+            # EC2 keeps the first four addresses of a subnet and its last.
+            reserved = address in list(network)[:4] or address == network.broadcast_address
+            if address not in network or reserved:
+                raise EC2ClientError(
+                    "InvalidParameterValue",
+                    f"The IPv4 address {ipv4} is not a usable address of subnet {subnet_id} ({subnet.cidr_block}).",
+                )
+            if ipv4 in taken:
+                raise EC2ClientError("InvalidIPAddress.InUse", f"The specified address {ipv4} is already in use.")
+        if ipv6 is not None and ipv6 in taken:
+            raise EC2ClientError("InvalidIPAddress.InUse", f"The specified address {ipv6} is already in use.")
+
+    def interface(backend, endpoint, subnet_id, ipv4=None, ipv6=None):
+        subnet = backend.get_subnet(subnet_id)
+        if ipv4 is None:
+            network = ipaddress.IPv4Network(subnet.cidr_block)
+            taken = held(backend)
+            free = [str(a) for a in list(network)[4:-1] if str(a) not in taken]
+            ipv4 = random.choice(free)
+        eni = backend.create_network_interface(
+            subnet,
+            ipv4,
+            group_ids=list(endpoint.security_group_ids) or None,
+            description=f"VPC Endpoint Interface {endpoint.id}",
+        )
+        if ipv6 is not None:
+            eni.ipv6_addresses = [ipv6]
+        eni.interface_type = "vpc_endpoint"
+        eni.requester_managed = True
+        return eni
+
+    def is_interface(endpoint):
+        return (endpoint.vpc_endpoint_type or "").lower() == "interface"
+
+    create = VPCs.create_vpc_endpoint
+    modify = VPCs.modify_vpc_endpoint
+
+    def create_vpc_endpoint(self):
+        asked = configurations(self)
+        interface_type = (self._get_param("VpcEndpointType") or "").lower() == "interface"
+        if interface_type:
+            for subnet_id, (ipv4, ipv6) in asked.items():
+                check(self.ec2_backend, subnet_id, ipv4, ipv6)
+        result = create(self)
+        endpoint = result.result["VpcEndpoint"]
+        if is_interface(endpoint):
+            # moto's own interfaces have addresses outside their subnets: made again as EC2 makes them.
+            for eni_id in endpoint.network_interface_ids:
+                self.ec2_backend.enis.pop(eni_id, None)
+            endpoint.network_interface_ids = [
+                interface(self.ec2_backend, endpoint, s, *asked.get(s, (None, None))).id
+                for s in endpoint.subnet_ids or []
+            ]
+        return result
+
+    def modify_vpc_endpoint(self):
+        backend = self.ec2_backend
+        endpoint = backend.describe_vpc_endpoints(vpc_end_point_ids=[self._get_param("VpcEndpointId")])[0]
+        if not is_interface(endpoint):
+            return modify(self)
+        asked = configurations(self)
+        by_subnet = {}
+        for eni_id in endpoint.network_interface_ids:
+            eni = backend.enis.get(eni_id)
+            if eni is not None:
+                by_subnet[eni.subnet.id] = eni
+        # Refused before anything changes, as EC2 does. An address asked for in a subnet the endpoint
+        # is in replaces that subnet's interface, whose own address is free for it.
+        for subnet_id, (ipv4, ipv6) in asked.items():
+            replaced = {by_subnet[subnet_id].id} if subnet_id in by_subnet else set()
+            check(backend, subnet_id, ipv4, ipv6, replaced)
+        result = modify(self)
+        for subnet_id, eni in list(by_subnet.items()):
+            if subnet_id not in (endpoint.subnet_ids or []) or subnet_id in asked:
+                backend.enis.pop(eni.id, None)
+                del by_subnet[subnet_id]
+        for subnet_id in endpoint.subnet_ids or []:
+            if subnet_id not in by_subnet:
+                by_subnet[subnet_id] = interface(backend, endpoint, subnet_id, *asked.get(subnet_id, (None, None)))
+        endpoint.network_interface_ids = [by_subnet[s].id for s in endpoint.subnet_ids or []]
+        return result
+
+    VPCs.create_vpc_endpoint = create_vpc_endpoint
+    VPCs.modify_vpc_endpoint = modify_vpc_endpoint
 
 
 def _no_request_line(handler, code="-", size="-"):

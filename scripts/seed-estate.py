@@ -142,6 +142,14 @@ def seed(spec):
                 request["tags"] = tags
             ecs.create_service(**request)
 
+    for endpoint in spec.get("vpc_endpoints", []):
+        ec2.create_vpc_endpoint(
+            VpcId=vpcs[endpoint["vpc"]],
+            ServiceName=endpoint["service"],
+            VpcEndpointType="Interface",
+            SubnetIds=[subnets[(endpoint["vpc"], z)] for z in endpoint["zones"]],
+            TagSpecifications=[{"ResourceType": "vpc-endpoint", "Tags": [{"Key": "Name", "Value": endpoint["name"]}]}],
+        )
     functions = spec.get("lambda_functions", [])
     if functions:
         role = session.client("iam").create_role(RoleName="azevac-sample-lambda", AssumeRolePolicyDocument=TRUST)
@@ -221,7 +229,8 @@ def main():
         f"{len(spec.get('nat_gateways', []))} NAT gateways, {len(spec.get('route_tables', []))} route tables, "
         f"{len(spec.get('auto_scaling_groups', []))} Auto Scaling groups, {len(spec.get('ecs_services', []))} ECS "
         f"services, {len(spec.get('lambda_functions', []))} Lambda functions, "
-        f"{len(spec.get('batch_compute_environments', []))} Batch compute environments from {path}",
+        f"{len(spec.get('batch_compute_environments', []))} Batch compute environments, "
+        f"{len(spec.get('vpc_endpoints', []))} VPC endpoints from {path}",
         file=sys.stderr,
     )
 

@@ -1,9 +1,9 @@
-//! `azevac exposure`, the kinds no plugin moves: EC2 instances that no Auto Scaling group owns,
-//! interface VPC endpoints with a network interface in the zone, and EBS volumes there that outlive
-//! their instance (the workloads pinned to the zone). Each is listed with why azevac cannot move it
+//! `azevac exposure`, the kinds no plugin moves: EC2 instances that no Auto Scaling group owns, and
+//! EBS volumes there that outlive their instance (the workloads pinned to the zone). Interface VPC
+//! endpoints left this list for a kind of their own (`--type vpc-endpoint`). Each is listed with why azevac cannot move it
 //! and what to do instead. Read-only: describe calls only, batched and paginated.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use aws_sdk_ec2::types::{Filter, Tag};
 use futures::future::BoxFuture;
@@ -48,11 +48,6 @@ pub const KINDS: &[Kind] = &[
         read: |w| Box::pin(standalone_instances(w)),
     },
     Kind {
-        name: ENDPOINT,
-        iam_actions: &["ec2:DescribeVpcEndpoints", "ec2:DescribeNetworkInterfaces"],
-        read: |w| Box::pin(interface_endpoints(w)),
-    },
-    Kind {
         name: VOLUME,
         iam_actions: &["ec2:DescribeVolumes"],
         read: |w| Box::pin(pinned_volumes(w)),
@@ -61,8 +56,6 @@ pub const KINDS: &[Kind] = &[
 
 /// `kind` of an EC2 instance that no group owns.
 pub const INSTANCE: &str = "ec2-instance";
-/// `kind` of an interface VPC endpoint.
-pub const ENDPOINT: &str = "vpc-endpoint";
 /// `kind` of an attached EBS volume.
 pub const VOLUME: &str = "ebs-volume";
 
@@ -110,73 +103,6 @@ async fn standalone_instances(w: Where<'_>) -> Result<Vec<Finding>> {
                      (or put the workload in a group) and stop this one",
                 );
             found.notes.push(format!("state {state}"));
-            Some(found)
-        })
-        .collect())
-}
-
-/// Interface endpoints with a network interface (or a subnet) in the zone.
-async fn interface_endpoints(w: Where<'_>) -> Result<Vec<Finding>> {
-    let endpoints: Vec<aws_sdk_ec2::types::VpcEndpoint> = w
-        .ec2
-        .describe_vpc_endpoints()
-        .into_paginator()
-        .items()
-        .send()
-        .try_collect()
-        .await
-        .map_err(|e| Error::from_sdk("ec2:DescribeVpcEndpoints", e))?;
-    let endpoints: Vec<_> = endpoints
-        .into_iter()
-        .filter(|e| e.vpc_endpoint_type().is_some_and(|t| t.as_str() == "Interface"))
-        .collect();
-    let ids: BTreeSet<String> = endpoints
-        .iter()
-        .flat_map(|e| e.network_interface_ids().iter().cloned())
-        .collect();
-    let subnet_of: BTreeMap<String, String> = if ids.is_empty() {
-        BTreeMap::new()
-    } else {
-        crate::topology::interfaces(w.ec2, "network-interface-id", &ids)
-            .await?
-            .into_iter()
-            .map(|i| (i.id, i.subnet))
-            .collect()
-    };
-    Ok(endpoints
-        .iter()
-        .filter_map(|e| {
-            let id = e.vpc_endpoint_id()?;
-            let interfaces: Vec<String> = e
-                .network_interface_ids()
-                .iter()
-                .filter(|n| subnet_of.get(*n).is_some_and(|s| w.zone_subnets.contains(s)))
-                .cloned()
-                .collect();
-            let subnets: Vec<String> = e
-                .subnet_ids()
-                .iter()
-                .filter(|s| w.zone_subnets.contains(*s))
-                .cloned()
-                .collect();
-            if interfaces.is_empty() && subnets.is_empty() {
-                return None;
-            }
-            let count = interfaces.len();
-            let listed = if interfaces.is_empty() {
-                subnets.clone()
-            } else {
-                interfaces
-            };
-            let name = name_tag(e.tags()).or(e.service_name()).unwrap_or(id);
-            let mut found = Finding::new(ENDPOINT, id, name, listed).not_movable(format!(
-                "azevac does not change VPC endpoints: clients of its regional DNS name still get this zone's address; \
-                 if the zone's interface fails, remove the subnet (aws ec2 modify-vpc-endpoint --vpc-endpoint-id {id} \
-                 --remove-subnet-ids {}) or have clients use another zone's zonal DNS name",
-                subnets.join(" ")
-            ));
-            found.count = count;
-            found.notes.push(format!("subnets in the zone: {}", subnets.join(", ")));
             Some(found)
         })
         .collect())

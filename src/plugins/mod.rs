@@ -37,6 +37,7 @@ pub mod nat;
 pub mod shifted;
 pub mod subnets;
 pub mod tags;
+pub mod vpc_endpoint;
 pub mod wait;
 pub mod zonal_shift;
 
@@ -194,6 +195,7 @@ pub const REGISTRY: &[Registration] = &[
     nat::REGISTRATION,
     db::REGISTRATION,
     batch::REGISTRATION,
+    vpc_endpoint::REGISTRATION,
 ];
 
 /// The IAM service prefixes every run uses whatever the types: zones and subnets, the journal, the
@@ -455,6 +457,19 @@ pub trait SubnetService: Send + Sync {
 
     /// Set the resource's subnets to exactly `subnets`, keeping every other setting as it is.
     async fn apply(&self, resource: &Resource, subnets: &[String]) -> Result<()>;
+
+    /// [`apply`](Self::apply), and what the operator must read about how it went, shown in the line
+    /// in place of its planned steps (VPC endpoints: an address asked for again that was taken);
+    /// `None`: as planned. What the adapter calls; default: `apply`, nothing to say.
+    async fn apply_and_tell(&self, resource: &Resource, subnets: &[String]) -> Result<Option<Vec<String>>> {
+        self.apply(resource, subnets).await.map(|()| None)
+    }
+
+    /// When its lines run (default: with capacity). Traffic kinds (VPC endpoints) leave first and
+    /// come back last.
+    fn stage(&self, _command: Command) -> Stage {
+        Stage::Capacity
+    }
 
     /// Add what discovery leaves out, for the resources about to be planned only: tags when
     /// `want_tags` (a `--tag` filter is set) and caveats. Most types have it all from discovery.

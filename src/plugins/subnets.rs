@@ -131,6 +131,10 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
         self.service.resource_type()
     }
 
+    fn stage(&self, command: Command, _line: &Item) -> super::Stage {
+        self.service.stage(command)
+    }
+
     async fn plan_evacuation(&self, scope: &Scope<'_>) -> Result<Vec<Item>> {
         let filters = scope.filters();
         let how = Evacuation::of(scope.request, scope.zone);
@@ -432,7 +436,10 @@ impl<S: SubnetService> Subnets<S> {
                 line.resource
             )));
         };
-        self.service.apply(target, &line.resulting_subnets).await?;
-        Ok(Acted::default())
+        let shown = self.service.apply_and_tell(target, &line.resulting_subnets).await?;
+        Ok(Acted {
+            shown,
+            ..Acted::default()
+        })
     }
 }

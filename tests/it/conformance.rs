@@ -27,7 +27,9 @@ use std::time::Duration;
 use aws_config::SdkConfig;
 use serde_json::{json, Value};
 
-use common::estate::{self, AsgSpec, BatchSpec, EcsSpec, LambdaSpec, NatSpec, RouteTableSpec, Seeded, Spec, VpcSpec};
+use common::estate::{
+    self, AsgSpec, BatchSpec, EcsSpec, EndpointSpec, LambdaSpec, NatSpec, RouteTableSpec, Seeded, Spec, VpcSpec,
+};
 use common::kill_points::{self, intent_batches, journal_write, named_points, Target};
 use common::kube::{fixture, fixture_items, Cluster, FakeKube};
 use common::proxy::{Faults, Hold, KillOn, KillWhen, Proxy};
@@ -59,11 +61,12 @@ enum Kind {
     Nat,
     Db,
     Batch,
+    VpcEndpoint,
 }
 
 /// The kinds with a fixture; each has its line at the end of this file (`kind!`), which makes its
 /// tests.
-const KINDS: [Kind; 9] = [
+const KINDS: [Kind; 10] = [
     Kind::Asg,
     Kind::Ecs,
     Kind::Lambda,
@@ -73,6 +76,7 @@ const KINDS: [Kind; 9] = [
     Kind::Nat,
     Kind::Db,
     Kind::Batch,
+    Kind::VpcEndpoint,
 ];
 
 impl Kind {
@@ -96,6 +100,7 @@ impl Kind {
             Kind::Nat => "nat",
             Kind::Db => "db",
             Kind::Batch => "batch",
+            Kind::VpcEndpoint => "vpc-endpoint",
         }
     }
 
@@ -407,6 +412,12 @@ fn subnet_spec(kind: Kind) -> Spec {
             Kind::Batch => spec
                 .batch_compute_environments
                 .push(batch_environment(format!("ce-{name}"), zones)),
+            Kind::VpcEndpoint => spec.vpc_endpoints.push(EndpointSpec {
+                name,
+                vpc: "main".into(),
+                service: "com.amazonaws.us-east-1.sqs".into(),
+                zones,
+            }),
             _ => spec.lambda_functions.push(LambdaSpec {
                 name,
                 vpc: Some("main".into()),
@@ -619,10 +630,11 @@ impl World {
         }
         let mut ids = BTreeMap::new();
         match self.kind {
-            Kind::Asg | Kind::Ecs | Kind::Lambda | Kind::Batch => {
+            Kind::Asg | Kind::Ecs | Kind::Lambda | Kind::Batch | Kind::VpcEndpoint => {
                 let seeded = estate::seed(&self.sdk, &subnet_spec(self.kind)).await;
                 ids.insert("zone subnet".to_owned(), seeded.subnet("main", ZONE));
                 ids.insert("use1-az4 subnet".to_owned(), seeded.subnet("main", "use1-az4"));
+                ids.extend(seeded.vpc_endpoints);
             }
             Kind::Nat => {
                 let Seeded {
@@ -675,6 +687,7 @@ impl World {
             Kind::Nat => nat_state(&self.sdk).await,
             Kind::Db => db_state(&self.sdk).await,
             Kind::Batch => batch_state(&self.sdk).await,
+            Kind::VpcEndpoint => endpoint_state(&self.sdk).await,
         }
     }
 
@@ -764,6 +777,15 @@ impl World {
                     *resource = json!({ "0.0.0.0/0": self.id(&format!("v{}-{own}", i / 2)) });
                 }
                 Kind::Db => *resource = json!(format!("r{i}-2")),
+                Kind::VpcEndpoint => {
+                    let zone = self.id("zone subnet");
+                    if let Some(subnets) = resource["subnets"].as_array_mut() {
+                        subnets.retain(|s| s != &json!(zone));
+                    }
+                    if let Some(addresses) = resource["addresses"].as_object_mut() {
+                        addresses.remove(&zone);
+                    }
+                }
             }
         }
         state
@@ -772,7 +794,7 @@ impl World {
     /// What the journal's key of `ri`'s record (its ARN) ends with.
     fn record_of(&self, i: usize) -> String {
         match self.kind {
-            Kind::Nat => self.id(&format!("r{i}")),
+            Kind::Nat | Kind::VpcEndpoint => self.id(&format!("r{i}")),
             _ => format!("r{i}"),
         }
     }
@@ -855,6 +877,15 @@ impl World {
                     .send()
                     .await
                     .expect("ReplaceRoute");
+            }
+            Kind::VpcEndpoint => {
+                aws_sdk_ec2::Client::new(&self.sdk)
+                    .modify_vpc_endpoint()
+                    .vpc_endpoint_id(self.id("r0"))
+                    .remove_subnet_ids(self.id("use1-az4 subnet"))
+                    .send()
+                    .await
+                    .expect("ModifyVpcEndpoint");
             }
             Kind::Db => {
                 aws_sdk_rds::Client::new(&self.sdk)
@@ -981,6 +1012,14 @@ impl World {
                     .await
                     .expect("DeleteComputeEnvironment");
             }
+            Kind::VpcEndpoint => {
+                aws_sdk_ec2::Client::new(&self.sdk)
+                    .delete_vpc_endpoints()
+                    .vpc_endpoint_ids(self.id("r1"))
+                    .send()
+                    .await
+                    .expect("DeleteVpcEndpoints");
+            }
         }
     }
 }
@@ -992,6 +1031,46 @@ async fn nat_state(sdk: &SdkConfig) -> State {
         .into_iter()
         .map(|(table, routes)| (table, json!(routes)))
         .collect()
+}
+
+/// Every interface endpoint (by Name tag) that is not deleted: its subnets (sorted: EC2 keeps them
+/// as a set) and its interfaces' addresses by subnet (recover asks for the same ones again).
+async fn endpoint_state(sdk: &SdkConfig) -> State {
+    let ec2 = aws_sdk_ec2::Client::new(sdk);
+    let endpoints = ec2.describe_vpc_endpoints().send().await.expect("DescribeVpcEndpoints");
+    let mut state = State::new();
+    for e in endpoints
+        .vpc_endpoints()
+        .iter()
+        .filter(|e| e.state().is_none_or(|s| !s.as_str().eq_ignore_ascii_case("deleted")))
+    {
+        let name = e
+            .tags()
+            .iter()
+            .find(|t| t.key() == Some("Name"))
+            .and_then(|t| t.value())
+            .unwrap_or_default()
+            .to_owned();
+        let mut subnets = e.subnet_ids().to_vec();
+        subnets.sort();
+        let mut addresses = serde_json::Map::new();
+        if !e.network_interface_ids().is_empty() {
+            let found = ec2
+                .describe_network_interfaces()
+                .set_network_interface_ids(Some(e.network_interface_ids().to_vec()))
+                .send()
+                .await
+                .expect("DescribeNetworkInterfaces");
+            for n in found.network_interfaces() {
+                addresses.insert(
+                    n.subnet_id().unwrap_or_default().to_owned(),
+                    json!(n.private_ip_address().unwrap_or_default()),
+                );
+            }
+        }
+        state.insert(name, json!({ "subnets": subnets, "addresses": addresses }));
+    }
+    state
 }
 
 /// Every database cluster's writer.
@@ -1413,6 +1492,13 @@ kind!(db = Db;
     vanished: issue_31_a_vanished_resource_is_reported,
 );
 kind!(batch = Batch;
+    round_trip: issue_31_round_trip_is_exact,
+    crash_between_intent_and_act: issue_31_a_crash_between_intent_and_act_is_recovered,
+    kill_at_every_call: issue_31_a_kill_at_every_call_loses_nothing,
+    changed_by_hand: issue_31_a_change_by_hand_before_the_change_is_kept,
+    vanished: issue_31_a_vanished_resource_is_reported,
+);
+kind!(vpc_endpoint = VpcEndpoint;
     round_trip: issue_31_round_trip_is_exact,
     crash_between_intent_and_act: issue_31_a_crash_between_intent_and_act_is_recovered,
     kill_at_every_call: issue_31_a_kill_at_every_call_loses_nothing,

@@ -151,6 +151,62 @@ async fn batch_environments(sdk: &aws_config::SdkConfig, names: &BTreeMap<String
         .collect()
 }
 
+/// The interface VPC endpoints, with names for IDs: each endpoint's Name tag, its service and its
+/// subnets ("CIDR@AZ ID"), and the subnets of its network interfaces (one each).
+async fn vpc_endpoints(sdk: &aws_config::SdkConfig, names: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let ec2 = aws_sdk_ec2::Client::new(sdk);
+    let mut out = BTreeMap::new();
+    for endpoint in ec2
+        .describe_vpc_endpoints()
+        .send()
+        .await
+        .expect("DescribeVpcEndpoints")
+        .vpc_endpoints()
+    {
+        let name = endpoint
+            .tags()
+            .iter()
+            .find(|t| t.key() == Some("Name"))
+            .and_then(|t| t.value())
+            .unwrap_or_default();
+        let subnets: Vec<String> = endpoint
+            .subnet_ids()
+            .iter()
+            .map(|s| names.get(s).cloned().unwrap_or_default())
+            .collect();
+        let mut interfaces: Vec<String> = Vec::new();
+        if !endpoint.network_interface_ids().is_empty() {
+            let found = ec2
+                .describe_network_interfaces()
+                .set_network_interface_ids(Some(endpoint.network_interface_ids().to_vec()))
+                .send()
+                .await
+                .expect("DescribeNetworkInterfaces");
+            interfaces = found
+                .network_interfaces()
+                .iter()
+                .map(|n| {
+                    names
+                        .get(n.subnet_id().unwrap_or_default())
+                        .cloned()
+                        .unwrap_or_default()
+                })
+                .collect();
+            interfaces.sort();
+        }
+        out.insert(
+            format!("vpc endpoint {name}"),
+            format!(
+                "{} in {}; interfaces in {}",
+                endpoint.service_name().unwrap_or_default(),
+                subnets.join(" "),
+                interfaces.join(" ")
+            ),
+        );
+    }
+    out
+}
+
 fn named(snapshot: &Snapshot, names: &BTreeMap<String, String>) -> Snapshot {
     let name = |ids: &[String]| -> Vec<String> {
         ids.iter()
@@ -214,4 +270,11 @@ async fn the_demo_seeder_creates_the_estate_the_tests_seed() {
         "{expected_batch:?}"
     );
     assert_eq!(batch_environments(&python_sdk, &python_names).await, expected_batch);
+    let expected_endpoints = vpc_endpoints(&rust_sdk, &rust_names).await;
+    assert_eq!(
+        expected_endpoints.len(),
+        spec.vpc_endpoints.len(),
+        "{expected_endpoints:?}"
+    );
+    assert_eq!(vpc_endpoints(&python_sdk, &python_names).await, expected_endpoints);
 }

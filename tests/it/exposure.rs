@@ -282,8 +282,12 @@ async fn exposure_lists_what_is_in_the_zone_and_what_moves_it() {
         .iter()
         .find(|f| f["kind"] == "vpc-endpoint")
         .expect("the interface endpoint");
-    assert_eq!(endpoint["resource"], estate.endpoint.as_str());
+    assert_eq!(
+        endpoint["resource"],
+        format!("arn:aws:ec2:us-east-1:123456789012:vpc-endpoint/{}", estate.endpoint)
+    );
     assert_eq!(endpoint["count"], 1, "its one interface in the zone: {endpoint:#}");
+    assert_eq!(endpoint["moved_by"], "vpc-endpoint", "{endpoint:#}");
     let volume = document["findings"]
         .as_array()
         .expect("findings")
@@ -333,7 +337,7 @@ async fn exposure_lists_what_is_in_the_zone_and_what_moves_it() {
         .contains("2 route table(s)"));
     assert_eq!(
         document["summary"],
-        serde_json::json!({ "findings": 11, "movable": 7, "not_movable": 4, "away": 0 })
+        serde_json::json!({ "findings": 11, "movable": 8, "not_movable": 3, "away": 0 })
     );
     // Read-only: describe and list calls only (Lambda's REST calls are labelled by path: the one
     // read there is ListFunctions, a GET of the collection).
@@ -468,6 +472,6 @@ async fn the_sample_estate_answers_both_questions() {
     }
     assert_eq!(
         document["summary"],
-        serde_json::json!({ "findings": 13, "movable": 9, "not_movable": 4, "away": 0 })
+        serde_json::json!({ "findings": 14, "movable": 10, "not_movable": 4, "away": 0 })
     );
 }

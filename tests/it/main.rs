@@ -34,4 +34,5 @@ mod promise;
 mod registry;
 mod reliability;
 mod schema;
+mod vpc_endpoint;
 mod zonal_shift;

@@ -33,6 +33,9 @@ pub struct Spec {
     /// The AWS Batch compute environments.
     #[serde(default)]
     pub batch_compute_environments: Vec<BatchSpec>,
+    /// Interface VPC endpoints.
+    #[serde(default)]
+    pub vpc_endpoints: Vec<EndpointSpec>,
 }
 
 /// One AWS Batch compute environment (moto launches no instance: EC2 ones have minvCpus 0).
@@ -68,6 +71,19 @@ fn fargate() -> String {
 }
 fn yes() -> bool {
     true
+}
+
+/// One interface VPC endpoint, tagged `Name`, in its VPC's subnets of `zones`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EndpointSpec {
+    /// Its Name tag.
+    pub name: String,
+    /// The VPC (by spec name).
+    pub vpc: String,
+    /// The service (`com.amazonaws.us-east-1.sqs`).
+    pub service: String,
+    /// The AZ IDs of its subnets, in order.
+    pub zones: Vec<String>,
 }
 
 /// One NAT gateway, in its VPC's subnet of one zone, tagged `Name`.
@@ -197,6 +213,8 @@ pub struct Seeded {
     pub nat_gateways: BTreeMap<String, String>,
     /// Route table ID for each route table name.
     pub route_tables: BTreeMap<String, String>,
+    /// VPC endpoint ID for each endpoint name.
+    pub vpc_endpoints: BTreeMap<String, String>,
 }
 
 impl Seeded {
@@ -324,6 +342,25 @@ pub async fn seed(sdk: &SdkConfig, spec: &Spec) -> Seeded {
             .collect();
         let id = create_route_table(&ec2, &table.name, &seeded.vpcs[&table.vpc], &subnets, &routes).await;
         seeded.route_tables.insert(table.name.clone(), id);
+    }
+    for endpoint in &spec.vpc_endpoints {
+        let id = ec2
+            .create_vpc_endpoint()
+            .vpc_id(&seeded.vpcs[&endpoint.vpc])
+            .service_name(&endpoint.service)
+            .vpc_endpoint_type(aws_sdk_ec2::types::VpcEndpointType::Interface)
+            .set_subnet_ids(Some(
+                endpoint.zones.iter().map(|z| seeded.subnet(&endpoint.vpc, z)).collect(),
+            ))
+            .tag_specifications(name_tag(aws_sdk_ec2::types::ResourceType::VpcEndpoint, &endpoint.name))
+            .send()
+            .await
+            .expect("CreateVpcEndpoint")
+            .vpc_endpoint()
+            .and_then(|e| e.vpc_endpoint_id())
+            .expect("an endpoint ID")
+            .to_owned();
+        seeded.vpc_endpoints.insert(endpoint.name.clone(), id);
     }
     seed_ecs(sdk, spec, &seeded).await;
     seed_lambda(sdk, spec, &seeded).await;
