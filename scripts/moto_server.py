@@ -34,6 +34,11 @@ tests/it/emulator.rs checks that moto answers the same items with and without th
 The third, fourth and fifth are `_TransactionItemBackup.conditions_parsed_once`, `_remembered` and
 `_no_request_line`.
 
+EventBridge Scheduler (issue 34), `_scheduler_update_replaces_the_schedule`: closer to the service. AWS's
+UpdateSchedule replaces the whole schedule, every optional field left out reset to its default; moto 5.x's
+keeps the ActionAfterCompletion it had (its update never reads the field) and sets State to nothing where AWS
+enables the schedule. A caller that dropped either would pass against moto and reset the schedule on AWS.
+
 Run with the emulator's Python: .venv-moto/bin/python scripts/moto_server.py -H 127.0.0.1 -p 5000
 Set AZEVAC_MOTO_UNFIXED=1 to serve moto unchanged, without any fix (the benchmark reports both).
 """
@@ -225,6 +230,26 @@ def apply_fix() -> None:
     json_serializer._serialize_type_structure = _answer_items_as_they_are(json_serializer._serialize_type_structure)
     DomainDispatcherApplication.get_backend_for_host = _remembered(DomainDispatcherApplication.get_backend_for_host)
     MotoRequestHandler.log_request = _no_request_line
+    _scheduler_update_replaces_the_schedule()
+
+
+def _scheduler_update_replaces_the_schedule():
+    """moto's UpdateSchedule sets every field it reads from the request, left out or not, but it does not read
+    ActionAfterCompletion (the schedule keeps the old one) and stores a missing State as nothing. AWS resets
+    both to their defaults: ActionAfterCompletion as CreateSchedule leaves it when not given, State ENABLED."""
+    from moto.scheduler.responses import EventBridgeSchedulerResponse
+
+    update = EventBridgeSchedulerResponse.update_schedule
+
+    def update_schedule(self):
+        answer = update(self)
+        name = self.uri.split("?")[0].split("/")[-1]
+        schedule = self.scheduler_backend.get_schedule(self._get_param("GroupName"), name)
+        schedule.action_after_completion = self._get_param("ActionAfterCompletion")
+        schedule.state = self._get_param("State") or "ENABLED"
+        return answer
+
+    EventBridgeSchedulerResponse.update_schedule = update_schedule
 
 
 def _no_request_line(handler, code="-", size="-"):

@@ -29,10 +29,12 @@ pub mod asg;
 pub mod db;
 pub mod ecs;
 pub mod eks;
+pub mod eventbridge;
 pub mod karpenter;
 pub mod kube;
 pub mod lambda;
 pub mod nat;
+pub mod scheduler;
 pub mod shifted;
 pub mod subnets;
 pub mod tags;
@@ -152,6 +154,8 @@ pub const REGISTRY: &[Registration] = &[
     zonal_shift::REGISTRATION,
     nat::REGISTRATION,
     db::REGISTRATION,
+    eventbridge::REGISTRATION,
+    scheduler::REGISTRATION,
 ];
 
 /// The IAM service prefixes every run uses whatever the types: zones and subnets, the journal, the

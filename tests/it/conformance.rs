@@ -28,6 +28,7 @@ use aws_config::SdkConfig;
 use serde_json::{json, Value};
 
 use common::estate::{self, AsgSpec, EcsSpec, LambdaSpec, NatSpec, RouteTableSpec, Seeded, Spec, VpcSpec};
+use common::events::{EventTargetSpec, ScheduleSpec};
 use common::kube::{fixture, fixture_items, Cluster, FakeKube};
 use common::proxy::{Faults, Hold, KillOn, KillWhen, Proxy};
 use common::{attr_s, azevac_at, journal_items, lock_items, Run, ZONE};
@@ -57,11 +58,13 @@ enum Kind {
     ZonalShift,
     Nat,
     Db,
+    EventBridge,
+    Scheduler,
 }
 
 /// The kinds with a fixture; each has its line at the end of this file (`kind!`), which makes its
 /// tests.
-const KINDS: [Kind; 8] = [
+const KINDS: [Kind; 10] = [
     Kind::Asg,
     Kind::Ecs,
     Kind::Lambda,
@@ -70,6 +73,8 @@ const KINDS: [Kind; 8] = [
     Kind::ZonalShift,
     Kind::Nat,
     Kind::Db,
+    Kind::EventBridge,
+    Kind::Scheduler,
 ];
 
 impl Kind {
@@ -92,6 +97,8 @@ impl Kind {
             Kind::ZonalShift => "zonal-shift",
             Kind::Nat => "nat",
             Kind::Db => "db",
+            Kind::EventBridge => "eventbridge",
+            Kind::Scheduler => "scheduler",
         }
     }
 
@@ -398,6 +405,23 @@ fn subnet_spec(kind: Kind) -> Spec {
                 desired: 0,
                 tags: BTreeMap::new(),
             }),
+            // Two rules: the even targets on the default bus, the odd ones on another.
+            Kind::EventBridge => {
+                let odd = name.ends_with(['1', '3', '5']) || name == "far";
+                spec.eventbridge_targets.push(EventTargetSpec {
+                    bus: if odd { "ops" } else { "default" }.into(),
+                    rule: if odd { "odd" } else { "even" }.into(),
+                    id: name,
+                    vpc: "main".into(),
+                    zones,
+                })
+            }
+            Kind::Scheduler => spec.schedules.push(ScheduleSpec {
+                group: "reports".into(),
+                name,
+                vpc: "main".into(),
+                zones,
+            }),
             _ => spec.lambda_functions.push(LambdaSpec {
                 name,
                 vpc: Some("main".into()),
@@ -562,7 +586,7 @@ impl World {
         }
         let mut ids = BTreeMap::new();
         match self.kind {
-            Kind::Asg | Kind::Ecs | Kind::Lambda => {
+            Kind::Asg | Kind::Ecs | Kind::Lambda | Kind::EventBridge | Kind::Scheduler => {
                 let seeded = estate::seed(&self.sdk, &subnet_spec(self.kind)).await;
                 ids.insert("zone subnet".to_owned(), seeded.subnet("main", ZONE));
                 ids.insert("use1-az4 subnet".to_owned(), seeded.subnet("main", "use1-az4"));
@@ -617,6 +641,9 @@ impl World {
             Kind::ZonalShift => self.shift_state(),
             Kind::Nat => nat_state(&self.sdk).await,
             Kind::Db => db_state(&self.sdk).await,
+            // By target Id and schedule name (`r0`), what else they hold as text beside.
+            Kind::EventBridge => placed_state(common::events::live_rule_targets(&self.sdk).await),
+            Kind::Scheduler => placed_state(common::events::live_schedules(&self.sdk).await),
         }
     }
 
@@ -676,7 +703,7 @@ impl World {
                 panic!("{}: no {key} in {original:?}", self.kind.name());
             };
             match self.kind {
-                Kind::Asg | Kind::Ecs | Kind::Lambda => {
+                Kind::Asg | Kind::Ecs | Kind::Lambda | Kind::EventBridge | Kind::Scheduler => {
                     let zone = self.id("zone subnet");
                     if let Some(subnets) = resource["subnets"].as_array_mut() {
                         subnets.retain(|s| s != &json!(zone));
@@ -798,6 +825,12 @@ impl World {
                     .await
                     .expect("ReplaceRoute");
             }
+            Kind::EventBridge => {
+                common::events::change_rule_target(&self.sdk, "default", "even", "r0", |subnets| keep(subnets)).await
+            }
+            Kind::Scheduler => {
+                common::events::change_schedule(&self.sdk, "reports", "r0", |subnets| keep(subnets)).await
+            }
             Kind::Db => {
                 aws_sdk_rds::Client::new(&self.sdk)
                     .failover_db_cluster()
@@ -874,6 +907,25 @@ impl World {
                     .await
                     .expect("DeleteRouteTable");
             }
+            Kind::EventBridge => {
+                aws_sdk_eventbridge::Client::new(&self.sdk)
+                    .remove_targets()
+                    .event_bus_name("ops")
+                    .rule("odd")
+                    .ids("r1")
+                    .send()
+                    .await
+                    .expect("RemoveTargets");
+            }
+            Kind::Scheduler => {
+                aws_sdk_scheduler::Client::new(&self.sdk)
+                    .delete_schedule()
+                    .group_name("reports")
+                    .name("r1")
+                    .send()
+                    .await
+                    .expect("DeleteSchedule");
+            }
             Kind::Db => {
                 let rds = aws_sdk_rds::Client::new(&self.sdk);
                 for instance in ["r1-1", "r1-2"] {
@@ -893,6 +945,19 @@ impl World {
             }
         }
     }
+}
+
+/// Rule targets or schedules by their last name (`r0`): subnets, security groups, and the rest.
+fn placed_state(placed: BTreeMap<String, common::events::Placed>) -> State {
+    placed
+        .into_iter()
+        .map(|(name, (subnets, groups, rest))| {
+            let key = name.rsplit('/').next().unwrap_or(&name).to_owned();
+            let mut state = placement(&subnets, &groups, None);
+            state["rest"] = json!(rest);
+            (key, state)
+        })
+        .collect()
 }
 
 /// Every named route table's routes (the `local` one left out), by destination.
@@ -1436,6 +1501,20 @@ kind!(nat = Nat;
     vanished: issue_31_a_vanished_resource_is_reported,
 );
 kind!(db = Db;
+    round_trip: issue_31_round_trip_is_exact,
+    crash_between_intent_and_act: issue_31_a_crash_between_intent_and_act_is_recovered,
+    kill_at_every_call: issue_31_a_kill_at_every_call_loses_nothing,
+    changed_by_hand: issue_31_a_change_by_hand_before_the_change_is_kept,
+    vanished: issue_31_a_vanished_resource_is_reported,
+);
+kind!(eventbridge = EventBridge;
+    round_trip: issue_31_round_trip_is_exact,
+    crash_between_intent_and_act: issue_31_a_crash_between_intent_and_act_is_recovered,
+    kill_at_every_call: issue_31_a_kill_at_every_call_loses_nothing,
+    changed_by_hand: issue_31_a_change_by_hand_before_the_change_is_kept,
+    vanished: issue_31_a_vanished_resource_is_reported,
+);
+kind!(scheduler = Scheduler;
     round_trip: issue_31_round_trip_is_exact,
     crash_between_intent_and_act: issue_31_a_crash_between_intent_and_act_is_recovered,
     kill_at_every_call: issue_31_a_kill_at_every_call_loses_nothing,

@@ -119,6 +119,7 @@ async fn estate() -> Estate {
                 routes: BTreeMap::from([("0.0.0.0/0".to_owned(), "nat-az2".to_owned())]),
             })
             .collect(),
+        ..Spec::default()
     };
     let seeded = estate::seed(&sdk, &spec).await;
     let tasks = run_tasks(&proxy, "api", ZONE_NAME, &seeded.subnet("prod", ZONE), 2);

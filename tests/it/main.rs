@@ -18,6 +18,7 @@ mod ecs_lambda;
 mod eks;
 mod emulator;
 mod engine;
+mod events;
 mod exposure;
 mod hardening;
 mod headroom;

@@ -30,6 +30,12 @@ pub struct Spec {
     /// Route tables through those NAT gateways.
     #[serde(default)]
     pub route_tables: Vec<RouteTableSpec>,
+    /// EventBridge rule targets (their rules and buses are created as needed).
+    #[serde(default)]
+    pub eventbridge_targets: Vec<super::events::EventTargetSpec>,
+    /// EventBridge Scheduler schedules (their groups are created as needed).
+    #[serde(default)]
+    pub schedules: Vec<super::events::ScheduleSpec>,
 }
 
 /// One NAT gateway, in its VPC's subnet of one zone, tagged `Name`.
@@ -289,6 +295,8 @@ pub async fn seed(sdk: &SdkConfig, spec: &Spec) -> Seeded {
     }
     seed_ecs(sdk, spec, &seeded).await;
     seed_lambda(sdk, spec, &seeded).await;
+    super::events::seed_rules(sdk, &spec.eventbridge_targets, &seeded).await;
+    super::events::seed_schedules(sdk, &spec.schedules, &seeded).await;
     seeded
 }
 
