@@ -54,6 +54,10 @@ one requester-managed interface of type `vpc_endpoint` with an address of the su
 free one; an address asked for that another interface holds is refused (`InvalidIPAddress.InUse`), one
 outside the subnet too (`InvalidParameterValue`), before anything changes. (EC2 also keeps a changed
 endpoint `pending` for a while; moto's stays `available`: azevac's wait for it is unit-tested instead.)
+And moto's EventBridge Scheduler (issue 34), `_scheduler_update_replaces_the_schedule`: closer to the service. AWS's
+UpdateSchedule replaces the whole schedule, every optional field left out reset to its default; moto 5.x's
+keeps the ActionAfterCompletion it had (its update never reads the field) and sets State to nothing where AWS
+enables the schedule. A caller that dropped either would pass against moto and reset the schedule on AWS.
 
 Run with the emulator's Python: .venv-moto/bin/python scripts/moto_server.py -H 127.0.0.1 -p 5000
 Set AZEVAC_MOTO_UNFIXED=1 to serve moto unchanged, without any fix (the benchmark reports both).
@@ -254,6 +258,7 @@ def apply_fix() -> None:
     MotoRequestHandler.log_request = _no_request_line
     _batch_updates_apply()
     _endpoint_interfaces_as_ec2()
+    _scheduler_update_replaces_the_schedule()
 
 
 def _endpoint_interfaces_as_ec2():
@@ -374,6 +379,25 @@ def _endpoint_interfaces_as_ec2():
 
     VPCs.create_vpc_endpoint = create_vpc_endpoint
     VPCs.modify_vpc_endpoint = modify_vpc_endpoint
+
+
+def _scheduler_update_replaces_the_schedule():
+    """moto's UpdateSchedule sets every field it reads from the request, left out or not, but it does not read
+    ActionAfterCompletion (the schedule keeps the old one) and stores a missing State as nothing. AWS resets
+    both to their defaults: ActionAfterCompletion as CreateSchedule leaves it when not given, State ENABLED."""
+    from moto.scheduler.responses import EventBridgeSchedulerResponse
+
+    update = EventBridgeSchedulerResponse.update_schedule
+
+    def update_schedule(self):
+        answer = update(self)
+        name = self.uri.split("?")[0].split("/")[-1]
+        schedule = self.scheduler_backend.get_schedule(self._get_param("GroupName"), name)
+        schedule.action_after_completion = self._get_param("ActionAfterCompletion")
+        schedule.state = self._get_param("State") or "ENABLED"
+        return answer
+
+    EventBridgeSchedulerResponse.update_schedule = update_schedule
 
 
 def _no_request_line(handler, code="-", size="-"):

@@ -7,6 +7,7 @@ spec; tests/it/demo_seed.rs seeds one emulator with each and compares the two es
 Usage: .venv-moto/bin/python scripts/seed-estate.py [fixtures/sample-estate.json]
 """
 
+import datetime
 import json
 import os
 import sys
@@ -214,7 +215,107 @@ def seed(spec):
             if environment.get("tags"):
                 request["tags"] = environment["tags"]
             batch.create_compute_environment(**request)
+    seed_events(session, spec, subnets, security_groups)
     return subnets
+
+
+# What every ECS target of a rule or schedule runs, as tests/it/common/events.rs seeds it.
+CLUSTER = "arn:aws:ecs:us-east-1:123456789012:cluster/prod"
+TASK_DEFINITION = "arn:aws:ecs:us-east-1:123456789012:task-definition/report:3"
+EVENTS_ROLE = "arn:aws:iam::123456789012:role/azevac-sample-events"
+DLQ = "arn:aws:sqs:us-east-1:123456789012:azevac-sample-dlq"
+SAMPLE_FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:azevac-sample"
+
+
+def seed_events(session, spec, subnets, security_groups):
+    """EventBridge rule targets and Scheduler schedules that run ECS tasks (issue 34)."""
+    targets = spec.get("eventbridge_targets", [])
+    if targets:
+        events = session.client("events")
+        made = set()
+        for t in targets:
+            bus = t.get("bus", "default")
+            if bus != "default" and ("bus", bus) not in made:
+                made.add(("bus", bus))
+                events.create_event_bus(Name=bus)
+            if ("rule", bus, t["rule"]) not in made:
+                made.add(("rule", bus, t["rule"]))
+                events.put_rule(
+                    Name=t["rule"], EventBusName=bus, ScheduleExpression="rate(1 hour)", Description="azevac sample"
+                )
+            if not t.get("zones"):
+                target = {"Id": t["id"], "Arn": SAMPLE_FUNCTION, "Input": '{"from":"azevac"}'}
+            else:
+                target = {
+                    "Id": t["id"],
+                    "Arn": CLUSTER,
+                    "RoleArn": EVENTS_ROLE,
+                    "InputTransformer": {"InputPathsMap": {"time": "$.time"}, "InputTemplate": '{"at":<time>}'},
+                    "RetryPolicy": {"MaximumRetryAttempts": 3, "MaximumEventAgeInSeconds": 600},
+                    "DeadLetterConfig": {"Arn": DLQ},
+                    "EcsParameters": {
+                        "TaskDefinitionArn": TASK_DEFINITION,
+                        "TaskCount": 2,
+                        "LaunchType": "FARGATE",
+                        "PlatformVersion": "1.4.0",
+                        "Group": "reports",
+                        "NetworkConfiguration": {
+                            "awsvpcConfiguration": {
+                                "Subnets": [subnets[(t["vpc"], z)] for z in t["zones"]],
+                                "SecurityGroups": [security_groups[t["vpc"]]],
+                                "AssignPublicIp": "DISABLED",
+                            }
+                        },
+                    },
+                }
+            answer = events.put_targets(Rule=t["rule"], EventBusName=bus, Targets=[target])
+            assert answer["FailedEntryCount"] == 0, answer
+    schedules = spec.get("schedules", [])
+    if schedules:
+        scheduler = session.client("scheduler")
+        groups = set()
+        for s in schedules:
+            group = s.get("group", "default")
+            if group != "default" and group not in groups:
+                groups.add(group)
+                scheduler.create_schedule_group(Name=group)
+            if not s.get("zones"):
+                target = {"Arn": SAMPLE_FUNCTION, "RoleArn": EVENTS_ROLE}
+            else:
+                target = {
+                    "Arn": CLUSTER,
+                    "RoleArn": EVENTS_ROLE,
+                    "Input": '{"from":"azevac"}',
+                    "RetryPolicy": {"MaximumRetryAttempts": 3, "MaximumEventAgeInSeconds": 600},
+                    "DeadLetterConfig": {"Arn": DLQ},
+                    "EcsParameters": {
+                        "TaskDefinitionArn": TASK_DEFINITION,
+                        "TaskCount": 2,
+                        "LaunchType": "FARGATE",
+                        "PlatformVersion": "1.4.0",
+                        "Group": "reports",
+                        "NetworkConfiguration": {
+                            "awsvpcConfiguration": {
+                                "Subnets": [subnets[(s["vpc"], z)] for z in s["zones"]],
+                                "SecurityGroups": [security_groups[s["vpc"]]],
+                                "AssignPublicIp": "DISABLED",
+                            }
+                        },
+                    },
+                }
+            scheduler.create_schedule(
+                Name=s["name"],
+                GroupName=group,
+                ScheduleExpression="rate(1 hour)",
+                ScheduleExpressionTimezone="Europe/Paris",
+                Description="azevac sample",
+                State="DISABLED",
+                KmsKeyArn="arn:aws:kms:us-east-1:123456789012:key/azevac-sample",
+                EndDate=datetime.datetime(2100, 1, 1, tzinfo=datetime.timezone.utc),
+                ActionAfterCompletion="DELETE",
+                FlexibleTimeWindow={"Mode": "FLEXIBLE", "MaximumWindowInMinutes": 15},
+                Target=target,
+            )
 
 
 def main():

@@ -30,10 +30,12 @@ pub mod batch;
 pub mod db;
 pub mod ecs;
 pub mod eks;
+pub mod eventbridge;
 pub mod karpenter;
 pub mod kube;
 pub mod lambda;
 pub mod nat;
+pub mod scheduler;
 pub mod shifted;
 pub mod subnets;
 pub mod tags;
@@ -196,6 +198,8 @@ pub const REGISTRY: &[Registration] = &[
     db::REGISTRATION,
     batch::REGISTRATION,
     vpc_endpoint::REGISTRATION,
+    eventbridge::REGISTRATION,
+    scheduler::REGISTRATION,
 ];
 
 /// The IAM service prefixes every run uses whatever the types: zones and subnets, the journal, the

@@ -30,6 +30,7 @@ use serde_json::{json, Value};
 use common::estate::{
     self, AsgSpec, BatchSpec, EcsSpec, EndpointSpec, LambdaSpec, NatSpec, RouteTableSpec, Seeded, Spec, VpcSpec,
 };
+use common::events::{EventTargetSpec, ScheduleSpec};
 use common::kill_points::{self, intent_batches, journal_write, named_points, Target};
 use common::kube::{fixture, fixture_items, Cluster, FakeKube};
 use common::proxy::{Faults, Hold, KillOn, KillWhen, Proxy};
@@ -62,11 +63,13 @@ enum Kind {
     Db,
     Batch,
     VpcEndpoint,
+    EventBridge,
+    Scheduler,
 }
 
 /// The kinds with a fixture; each has its line at the end of this file (`kind!`), which makes its
 /// tests.
-const KINDS: [Kind; 10] = [
+const KINDS: [Kind; 12] = [
     Kind::Asg,
     Kind::Ecs,
     Kind::Lambda,
@@ -77,6 +80,8 @@ const KINDS: [Kind; 10] = [
     Kind::Db,
     Kind::Batch,
     Kind::VpcEndpoint,
+    Kind::EventBridge,
+    Kind::Scheduler,
 ];
 
 impl Kind {
@@ -101,6 +106,8 @@ impl Kind {
             Kind::Db => "db",
             Kind::Batch => "batch",
             Kind::VpcEndpoint => "vpc-endpoint",
+            Kind::EventBridge => "eventbridge",
+            Kind::Scheduler => "scheduler",
         }
     }
 
@@ -418,6 +425,23 @@ fn subnet_spec(kind: Kind) -> Spec {
                 service: "com.amazonaws.us-east-1.sqs".into(),
                 zones,
             }),
+            // Two rules: the even targets on the default bus, the odd ones on another.
+            Kind::EventBridge => {
+                let odd = name.ends_with(['1', '3', '5']) || name == "far";
+                spec.eventbridge_targets.push(EventTargetSpec {
+                    bus: if odd { "ops" } else { "default" }.into(),
+                    rule: if odd { "odd" } else { "even" }.into(),
+                    id: name,
+                    vpc: "main".into(),
+                    zones,
+                })
+            }
+            Kind::Scheduler => spec.schedules.push(ScheduleSpec {
+                group: "reports".into(),
+                name,
+                vpc: "main".into(),
+                zones,
+            }),
             _ => spec.lambda_functions.push(LambdaSpec {
                 name,
                 vpc: Some("main".into()),
@@ -630,7 +654,13 @@ impl World {
         }
         let mut ids = BTreeMap::new();
         match self.kind {
-            Kind::Asg | Kind::Ecs | Kind::Lambda | Kind::Batch | Kind::VpcEndpoint => {
+            Kind::Asg
+            | Kind::Ecs
+            | Kind::Lambda
+            | Kind::Batch
+            | Kind::VpcEndpoint
+            | Kind::EventBridge
+            | Kind::Scheduler => {
                 let seeded = estate::seed(&self.sdk, &subnet_spec(self.kind)).await;
                 ids.insert("zone subnet".to_owned(), seeded.subnet("main", ZONE));
                 ids.insert("use1-az4 subnet".to_owned(), seeded.subnet("main", "use1-az4"));
@@ -688,6 +718,9 @@ impl World {
             Kind::Db => db_state(&self.sdk).await,
             Kind::Batch => batch_state(&self.sdk).await,
             Kind::VpcEndpoint => endpoint_state(&self.sdk).await,
+            // By target Id and schedule name (`r0`), what else they hold as text beside.
+            Kind::EventBridge => placed_state(common::events::live_rule_targets(&self.sdk).await),
+            Kind::Scheduler => placed_state(common::events::live_schedules(&self.sdk).await),
         }
     }
 
@@ -747,7 +780,7 @@ impl World {
                 panic!("{}: no {key} in {original:?}", self.kind.name());
             };
             match self.kind {
-                Kind::Asg | Kind::Ecs | Kind::Lambda | Kind::Batch => {
+                Kind::Asg | Kind::Ecs | Kind::Lambda | Kind::Batch | Kind::EventBridge | Kind::Scheduler => {
                     let zone = self.id("zone subnet");
                     if let Some(subnets) = resource["subnets"].as_array_mut() {
                         subnets.retain(|s| s != &json!(zone));
@@ -887,6 +920,12 @@ impl World {
                     .await
                     .expect("ModifyVpcEndpoint");
             }
+            Kind::EventBridge => {
+                common::events::change_rule_target(&self.sdk, "default", "even", "r0", |subnets| keep(subnets)).await
+            }
+            Kind::Scheduler => {
+                common::events::change_schedule(&self.sdk, "reports", "r0", |subnets| keep(subnets)).await
+            }
             Kind::Db => {
                 aws_sdk_rds::Client::new(&self.sdk)
                     .failover_db_cluster()
@@ -978,6 +1017,25 @@ impl World {
                     .await
                     .expect("DeleteRouteTable");
             }
+            Kind::EventBridge => {
+                aws_sdk_eventbridge::Client::new(&self.sdk)
+                    .remove_targets()
+                    .event_bus_name("ops")
+                    .rule("odd")
+                    .ids("r1")
+                    .send()
+                    .await
+                    .expect("RemoveTargets");
+            }
+            Kind::Scheduler => {
+                aws_sdk_scheduler::Client::new(&self.sdk)
+                    .delete_schedule()
+                    .group_name("reports")
+                    .name("r1")
+                    .send()
+                    .await
+                    .expect("DeleteSchedule");
+            }
             Kind::Db => {
                 let rds = aws_sdk_rds::Client::new(&self.sdk);
                 for instance in ["r1-1", "r1-2"] {
@@ -1022,6 +1080,19 @@ impl World {
             }
         }
     }
+}
+
+/// Rule targets or schedules by their last name (`r0`): subnets, security groups, and the rest.
+fn placed_state(placed: BTreeMap<String, common::events::Placed>) -> State {
+    placed
+        .into_iter()
+        .map(|(name, (subnets, groups, rest))| {
+            let key = name.rsplit('/').next().unwrap_or(&name).to_owned();
+            let mut state = placement(&subnets, &groups, None);
+            state["rest"] = json!(rest);
+            (key, state)
+        })
+        .collect()
 }
 
 /// Every named route table's routes (the `local` one left out), by destination.
@@ -1498,7 +1569,21 @@ kind!(batch = Batch;
     changed_by_hand: issue_31_a_change_by_hand_before_the_change_is_kept,
     vanished: issue_31_a_vanished_resource_is_reported,
 );
+kind!(eventbridge = EventBridge;
+    round_trip: issue_31_round_trip_is_exact,
+    crash_between_intent_and_act: issue_31_a_crash_between_intent_and_act_is_recovered,
+    kill_at_every_call: issue_31_a_kill_at_every_call_loses_nothing,
+    changed_by_hand: issue_31_a_change_by_hand_before_the_change_is_kept,
+    vanished: issue_31_a_vanished_resource_is_reported,
+);
 kind!(vpc_endpoint = VpcEndpoint;
+    round_trip: issue_31_round_trip_is_exact,
+    crash_between_intent_and_act: issue_31_a_crash_between_intent_and_act_is_recovered,
+    kill_at_every_call: issue_31_a_kill_at_every_call_loses_nothing,
+    changed_by_hand: issue_31_a_change_by_hand_before_the_change_is_kept,
+    vanished: issue_31_a_vanished_resource_is_reported,
+);
+kind!(scheduler = Scheduler;
     round_trip: issue_31_round_trip_is_exact,
     crash_between_intent_and_act: issue_31_a_crash_between_intent_and_act_is_recovered,
     kill_at_every_call: issue_31_a_kill_at_every_call_loses_nothing,

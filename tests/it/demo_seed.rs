@@ -11,6 +11,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::estate;
+use common::events::Placed;
 use common::{snapshot, unordered, Moto, Snapshot};
 
 /// Subnet ID → "CIDR@AZ ID" and security group ID → its name, for one emulator.
@@ -277,4 +278,28 @@ async fn the_demo_seeder_creates_the_estate_the_tests_seed() {
         "{expected_endpoints:?}"
     );
     assert_eq!(vpc_endpoints(&python_sdk, &python_names).await, expected_endpoints);
+    let expected_events = events_named(&rust_sdk, &rust_names).await;
+    assert!(expected_events.len() >= 2, "{expected_events:?}");
+    assert_eq!(events_named(&python_sdk, &python_names).await, expected_events);
+}
+
+/// The ECS rule targets and schedules (issue 34), their subnets and security groups by name.
+async fn events_named(sdk: &aws_config::SdkConfig, names: &BTreeMap<String, String>) -> BTreeMap<String, Placed> {
+    let name = |ids: &[String]| -> Vec<String> {
+        ids.iter()
+            .map(|id| names.get(id).cloned().unwrap_or_else(|| format!("unknown {id}")))
+            .collect()
+    };
+    let targets = common::events::live_rule_targets(sdk)
+        .await
+        .into_iter()
+        .map(|(k, v)| (format!("rule {k}"), v));
+    let schedules = common::events::live_schedules(sdk)
+        .await
+        .into_iter()
+        .map(|(k, v)| (format!("schedule {k}"), v));
+    targets
+        .chain(schedules)
+        .map(|(k, (subnets, groups, rest))| (k, (name(&subnets), name(&groups), rest)))
+        .collect()
 }

@@ -19,6 +19,7 @@ mod ecs_lambda;
 mod eks;
 mod emulator;
 mod engine;
+mod events;
 mod exposure;
 mod hardening;
 mod headroom;

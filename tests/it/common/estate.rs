@@ -36,6 +36,12 @@ pub struct Spec {
     /// Interface VPC endpoints.
     #[serde(default)]
     pub vpc_endpoints: Vec<EndpointSpec>,
+    /// EventBridge rule targets (their rules and buses are created as needed).
+    #[serde(default)]
+    pub eventbridge_targets: Vec<super::events::EventTargetSpec>,
+    /// EventBridge Scheduler schedules (their groups are created as needed).
+    #[serde(default)]
+    pub schedules: Vec<super::events::ScheduleSpec>,
 }
 
 /// One AWS Batch compute environment (moto launches no instance: EC2 ones have minvCpus 0).
@@ -365,6 +371,8 @@ pub async fn seed(sdk: &SdkConfig, spec: &Spec) -> Seeded {
     seed_ecs(sdk, spec, &seeded).await;
     seed_lambda(sdk, spec, &seeded).await;
     seed_batch(sdk, spec, &seeded).await;
+    super::events::seed_rules(sdk, &spec.eventbridge_targets, &seeded).await;
+    super::events::seed_schedules(sdk, &spec.schedules, &seeded).await;
     seeded
 }
 

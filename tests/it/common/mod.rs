@@ -3,6 +3,7 @@
 
 pub mod elasticache;
 pub mod estate;
+pub mod events;
 pub mod kill_points;
 pub mod kube;
 pub mod moto;
