@@ -9,6 +9,8 @@
 //! `updatePolicy`, which azevac never changes). Unmanaged environments are listed, never changed:
 //! their instances are the operator's. An environment whose update is in progress is waited for
 //! (bounded); an `INVALID` one is skipped, since AWS cannot update it before it is fixed.
+//! `exposure` and the headroom check count its jobs in the zone: the running tasks of its ECS
+//! cluster there.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -21,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
 use super::wait::{self, Poll};
-use super::{Plugin, Resource, Setup, SubnetService};
+use super::{Place, Plugin, Presence, Resource, Setup, SubnetService};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of Batch compute environments.
@@ -30,9 +32,14 @@ pub const TYPE: &str = "batch";
 /// How the registry knows this kind: its calls, its IAM actions, its options.
 pub const REGISTRATION: super::Registration = super::Registration {
     name: TYPE,
-    services: &["batch"],
+    services: &["batch", "ecs"],
     changes_through: &["batch"],
-    iam_actions: &["batch:DescribeComputeEnvironments", "batch:UpdateComputeEnvironment"],
+    iam_actions: &[
+        "batch:DescribeComputeEnvironments",
+        "batch:UpdateComputeEnvironment",
+        "ecs:ListTasks",
+        "ecs:DescribeTasks",
+    ],
     build: plugin,
     flags: None,
     describe: crate::action::words::<crate::action::NoAction>,
@@ -55,27 +62,66 @@ struct Detail {
     compute_type: String,
     /// The environment's `status` when read (`VALID`, `UPDATING`...).
     status: String,
+    /// The ECS cluster its jobs run in (as tasks).
+    #[serde(default)]
+    ecs_cluster: String,
 }
 
 /// The Batch compute environments plugin.
 #[derive(Debug, Clone)]
 pub struct Batch {
     client: aws_sdk_batch::Client,
+    ecs: aws_sdk_ecs::Client,
     poll: Duration,
 }
 
 /// Registry constructor: Batch applies to every run.
 pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box<dyn Plugin>>>> {
     Box::pin(async move {
-        let service = Batch::new(crate::client!(aws_sdk_batch, &setup.sdk));
+        let service = Batch::new(
+            crate::client!(aws_sdk_batch, &setup.sdk),
+            crate::client!(aws_sdk_ecs, &setup.sdk),
+        );
         Ok(Some(Subnets::plugin(service, &setup.sdk)))
     })
 }
 
 impl Batch {
-    /// A plugin over this client.
-    pub fn new(client: aws_sdk_batch::Client) -> Self {
-        Batch { client, poll: POLL }
+    /// A plugin over these clients (ECS: the tasks its jobs run as).
+    pub fn new(client: aws_sdk_batch::Client, ecs: aws_sdk_ecs::Client) -> Self {
+        Batch {
+            client,
+            ecs,
+            poll: POLL,
+        }
+    }
+
+    /// The running tasks (jobs) of an environment's ECS cluster.
+    async fn tasks(&self, cluster: &str) -> Result<Vec<aws_sdk_ecs::types::Task>> {
+        let arns: Vec<String> = self
+            .ecs
+            .list_tasks()
+            .cluster(cluster)
+            .desired_status(aws_sdk_ecs::types::DesiredStatus::Running)
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| Error::from_sdk("ecs:ListTasks", e))?;
+        let mut tasks = Vec::new();
+        for chunk in arns.chunks(PAGE) {
+            let out = self
+                .ecs
+                .describe_tasks()
+                .cluster(cluster)
+                .set_tasks(Some(chunk.to_vec()))
+                .send()
+                .await
+                .map_err(|e| Error::from_sdk("ecs:DescribeTasks", e))?;
+            tasks.extend(out.tasks().iter().cloned());
+        }
+        Ok(tasks)
     }
 
     /// How often a wait reads again (tests: at once).
@@ -185,6 +231,37 @@ impl SubnetService for Batch {
         Ok(())
     }
 
+    /// Its jobs in the zone: the running tasks of its ECS cluster there (by the subnet of their
+    /// network interface, else by their zone). A Fargate job needs an address in the remaining
+    /// subnets (one interface each); an EC2 job runs on an instance Batch launches, whose count
+    /// azevac cannot know beforehand (noted).
+    async fn presence(&self, resources: &[Resource], place: &Place<'_>) -> Result<BTreeMap<String, Presence>> {
+        let mut found = BTreeMap::new();
+        for resource in resources {
+            let detail: Detail = resource.detail_as()?;
+            if detail.ecs_cluster.is_empty() {
+                continue;
+            }
+            let in_zone: Vec<String> = self
+                .tasks(&detail.ecs_cluster)
+                .await?
+                .iter()
+                .filter(|t| task_in_zone(t, place))
+                .filter_map(|t| t.task_arn().map(str::to_owned))
+                .collect();
+            let fargate = detail.compute_type.starts_with("FARGATE");
+            let presence = Presence {
+                needs: if fargate { in_zone.clone() } else { Vec::new() },
+                in_zone,
+                units: "jobs",
+                note: (!fargate)
+                    .then(|| "its jobs move with the instances Batch launches in the remaining subnets".into()),
+            };
+            found.insert(resource.id.clone(), presence);
+        }
+        Ok(found)
+    }
+
     /// With `--wait`: until the changed environments have left `UPDATING` (the infrastructure update
     /// that replaces their instances has finished).
     async fn settle(&self, resources: &[Resource], timeout: Duration) -> Result<Vec<(String, String)>> {
@@ -209,6 +286,21 @@ impl SubnetService for Batch {
             "batch:DescribeComputeEnvironments",
             environments,
         )]
+    }
+}
+
+/// Whether a task runs in the zone: the subnet of its network interface, else its zone's name.
+fn task_in_zone(task: &aws_sdk_ecs::types::Task, place: &Place<'_>) -> bool {
+    let subnet = task
+        .attachments()
+        .iter()
+        .filter(|a| a.r#type() == Some("ElasticNetworkInterface"))
+        .flat_map(|a| a.details())
+        .find(|d| d.name() == Some("subnetId"))
+        .and_then(|d| d.value());
+    match subnet {
+        Some(subnet) => place.zone_subnets.contains(subnet),
+        None => task.availability_zone() == Some(place.zone.name.as_str()),
     }
 }
 
@@ -301,6 +393,7 @@ fn to_resource(environment: &ComputeEnvironmentDetail) -> Option<Resource> {
             .map(|t| t.as_str().to_owned())
             .unwrap_or_default(),
         status: environment.status().map(|s| s.as_str().to_owned()).unwrap_or_default(),
+        ecs_cluster: environment.ecs_cluster_arn().unwrap_or_default().to_owned(),
     };
     Some(Resource {
         resource_type: TYPE,
@@ -330,6 +423,15 @@ mod tests {
     use aws_sdk_batch::operation::update_compute_environment::UpdateComputeEnvironmentOutput;
     use aws_sdk_batch::types::{ComputeResource, UpdatePolicy};
     use aws_smithy_mocks::{create_mock_http_client, mock, MockResponseInterceptor, Rule, RuleMode};
+
+    /// An ECS client that is never called.
+    fn ecs_client() -> aws_sdk_ecs::Client {
+        let config = aws_sdk_ecs::Config::builder()
+            .behavior_version(aws_sdk_ecs::config::BehaviorVersion::latest())
+            .region(aws_sdk_ecs::config::Region::new("us-east-1"))
+            .build();
+        aws_sdk_ecs::Client::from_conf(config)
+    }
 
     /// A client answered by `rules` (what `mock_client!` builds, without the SDK's `test-util`).
     fn mock_client(rules: &[&Rule]) -> aws_sdk_batch::Client {
@@ -459,7 +561,7 @@ mod tests {
             })
             .then_output(|| UpdateComputeEnvironmentOutput::builder().build());
         let client = mock_client(&[&page1, &page2, &update]);
-        let batch = Batch::new(client);
+        let batch = Batch::new(client, ecs_client());
         let found = batch.discover().await.expect("discover");
         let names: Vec<&str> = found.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
@@ -489,7 +591,7 @@ mod tests {
         busy.status = Some(CeStatus::Updating);
         let resource = to_resource(&busy).expect("resource");
         assert!(resource.notes.iter().any(|n| n.contains("in progress")));
-        Batch::new(client)
+        Batch::new(client, ecs_client())
             .with_poll(Duration::from_millis(1))
             .apply(&resource, &["subnet-a".into()])
             .await
