@@ -181,14 +181,17 @@ impl Scheduler {
         }
     }
 
-    /// Schedules read whole, several at a time; those gone meanwhile are left out.
+    /// Schedules read whole, several at a time; those gone meanwhile are left out. By group and
+    /// name: the listing's order (newest first) would make every plan's order a new one.
     async fn get_all(&self, schedules: &[Detail]) -> Result<Vec<Resource>> {
         let reads: Vec<_> = schedules.iter().map(|d| self.get(&d.group, &d.name)).collect();
         let got: Vec<Option<GetScheduleOutput>> = futures::stream::iter(reads)
             .buffer_unordered(READ_CONCURRENCY)
             .try_collect()
             .await?;
-        Ok(got.iter().flatten().filter_map(to_resource).collect())
+        let mut found: Vec<Resource> = got.iter().flatten().filter_map(to_resource).collect();
+        found.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(found)
     }
 }
 
