@@ -240,9 +240,13 @@ def seed_events(session, spec, subnets, security_groups):
                 events.create_event_bus(Name=bus)
             if ("rule", bus, t["rule"]) not in made:
                 made.add(("rule", bus, t["rule"]))
-                events.put_rule(
-                    Name=t["rule"], EventBusName=bus, ScheduleExpression="rate(1 hour)", Description="azevac sample"
+                # A schedule on the default bus, a pattern on another (only the default one takes schedules).
+                when = (
+                    {"ScheduleExpression": "rate(1 hour)"}
+                    if bus == "default"
+                    else {"EventPattern": '{"source":["azevac.sample"]}'}
                 )
+                events.put_rule(Name=t["rule"], EventBusName=bus, Description="azevac sample", **when)
             if not t.get("zones"):
                 target = {"Id": t["id"], "Arn": SAMPLE_FUNCTION, "Input": '{"from":"azevac"}'}
             else:

@@ -17,7 +17,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
-use super::{Plugin, Resource, Setup, SubnetService};
+use super::{Place, Plugin, Presence, Resource, Setup, SubnetService};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of EventBridge rule targets.
@@ -424,6 +424,21 @@ impl SubnetService for EventBridge {
                 source: format!("the target was not changed: {}", crate::text::clean(&why)).into(),
             }),
         }
+    }
+
+    /// Nothing of it runs in the zone between firings, and moving it takes no address now: the
+    /// headroom check sees a demand of none (its tasks take addresses only when the rule fires).
+    async fn presence(&self, resources: &[Resource], _place: &Place<'_>) -> Result<BTreeMap<String, Presence>> {
+        Ok(resources
+            .iter()
+            .map(|r| {
+                let presence = Presence {
+                    units: "tasks",
+                    ..Presence::default()
+                };
+                (r.id.clone(), presence)
+            })
+            .collect())
     }
 
     async fn probe(&self) -> Vec<super::Check> {

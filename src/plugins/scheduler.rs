@@ -19,7 +19,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
-use super::{Plugin, Resource, Setup, SubnetService};
+use super::{Place, Plugin, Presence, Resource, Setup, SubnetService};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of EventBridge Scheduler schedules.
@@ -181,14 +181,17 @@ impl Scheduler {
         }
     }
 
-    /// Schedules read whole, several at a time; those gone meanwhile are left out.
+    /// Schedules read whole, several at a time; those gone meanwhile are left out. By group and
+    /// name: the listing's order (newest first) would make every plan's order a new one.
     async fn get_all(&self, schedules: &[Detail]) -> Result<Vec<Resource>> {
         let reads: Vec<_> = schedules.iter().map(|d| self.get(&d.group, &d.name)).collect();
         let got: Vec<Option<GetScheduleOutput>> = futures::stream::iter(reads)
             .buffer_unordered(READ_CONCURRENCY)
             .try_collect()
             .await?;
-        Ok(got.iter().flatten().filter_map(to_resource).collect())
+        let mut found: Vec<Resource> = got.iter().flatten().filter_map(to_resource).collect();
+        found.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(found)
     }
 }
 
@@ -282,6 +285,21 @@ impl SubnetService for Scheduler {
             .await
             .map_err(|e| Error::from_sdk("scheduler:UpdateSchedule", e))?;
         Ok(())
+    }
+
+    /// Nothing of it runs in the zone between firings, and moving it takes no address now: the
+    /// headroom check sees a demand of none (its tasks take addresses only when the schedule fires).
+    async fn presence(&self, resources: &[Resource], _place: &Place<'_>) -> Result<BTreeMap<String, Presence>> {
+        Ok(resources
+            .iter()
+            .map(|r| {
+                let presence = Presence {
+                    units: "tasks",
+                    ..Presence::default()
+                };
+                (r.id.clone(), presence)
+            })
+            .collect())
     }
 
     async fn probe(&self) -> Vec<super::Check> {

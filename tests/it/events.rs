@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 
 use common::estate::{self, Spec, VpcSpec};
 use common::events::{live_rule_targets, live_schedules, EventTargetSpec, Placed, ScheduleSpec};
-use common::{azevac, journal_items, Moto, ZONE};
+use common::proxy::{Faults, Proxy};
+use common::{azevac, azevac_at, journal_items, Moto, ZONE};
 
 fn zones(list: &[&str]) -> Vec<String> {
     list.iter().map(|z| z.to_string()).collect()
@@ -97,7 +98,10 @@ async fn issue_34_rule_targets_and_schedules_evacuate_and_recover_keeping_every_
     let types = ["--type", "eventbridge,scheduler"];
 
     // exposure lists each, with the kind that moves it; the one only in the zone cannot move.
-    let exposure = azevac(&moto, &["exposure", "--az-id", ZONE, "--output", "json"]).expect_code(0);
+    // Through the proxy, which serves ARC (moto has none), so that exposure reads every kind.
+    let proxy = Proxy::start(&moto.endpoint);
+    proxy.set(Faults::default());
+    let exposure = azevac_at(&proxy.endpoint, &["exposure", "--az-id", ZONE, "--output", "json"], &[]).expect_code(0);
     let findings = exposure.json();
     let found = by_name(&findings, "findings");
     for name in ["nightly/report", "ops/hourly/sync", "default/nightly", "reports/weekly"] {

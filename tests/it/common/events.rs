@@ -76,15 +76,14 @@ pub async fn seed_rules(sdk: &SdkConfig, targets: &[EventTargetSpec], seeded: &S
                 .expect("CreateEventBus");
         }
         if made.insert(format!("rule {}/{}", spec.bus, spec.rule)) {
-            events
-                .put_rule()
-                .name(&spec.rule)
-                .event_bus_name(&spec.bus)
-                .schedule_expression("rate(1 hour)")
-                .description("azevac sample")
-                .send()
-                .await
-                .expect("PutRule");
+            // A schedule on the default bus, a pattern on another (only the default one takes schedules).
+            let rule = events.put_rule().name(&spec.rule).event_bus_name(&spec.bus);
+            let rule = if spec.bus == "default" {
+                rule.schedule_expression("rate(1 hour)")
+            } else {
+                rule.event_pattern(r#"{"source":["azevac.sample"]}"#)
+            };
+            rule.description("azevac sample").send().await.expect("PutRule");
         }
         let target = if spec.zones.is_empty() {
             Target::builder()
