@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 
 use aws_sdk_ec2::types::{Filter, VpcEndpoint, VpcEndpointType};
 use common::estate::{self, Spec, VpcSpec};
-use common::{attr_s, azevac, journal_items, Moto, ZONE};
+use common::proxy::Proxy;
+use common::{attr_s, azevac, azevac_at, journal_items, Moto, ZONE};
 use serde_json::Value;
 
 const ARN: &str = "arn:aws:ec2:us-east-1:123456789012:vpc-endpoint/";
@@ -110,7 +111,7 @@ fn line<'a>(plan: &'a Value, name: &str) -> &'a Value {
         .as_array()
         .expect("items")
         .iter()
-        .find(|i| i["resource_type"] == "vpc-endpoint" && i["name"] == name)
+        .find(|i| i["type"] == "vpc-endpoint" && i["name"] == name)
         .unwrap_or_else(|| panic!("no line for {name} in {plan:#}"))
 }
 
@@ -174,7 +175,9 @@ async fn issue_34_interface_endpoints_leave_the_zone_and_come_back_with_their_ad
 
     // Exposure lists each interface endpoint in the zone with its interface there, and the type that
     // moves it (or why not); doctor reads the endpoints.
-    let exposure = azevac(&moto, &["exposure", "--az-id", ZONE, "--output", "json"])
+    // Through the proxy, which answers ARC (moto has none) for the zonal-shift kind's reads.
+    let proxy = Proxy::start(&moto.endpoint);
+    let exposure = azevac_at(&proxy.endpoint, &["exposure", "--az-id", ZONE, "--output", "json"], &[])
         .expect_code(0)
         .json();
     let found: Vec<&Value> = exposure["findings"]
