@@ -1,4 +1,5 @@
-"""moto_server with five fixes. Three are to DynamoDB: a TransactWriteItems backs up the items it touches, not
+"""moto_server with five fixes, and three that make the services of issue 34's kinds closer to AWS (below). Three
+of the five are to DynamoDB: a TransactWriteItems backs up the items it touches, not
 the tables; an item already in DynamoDB's wire format is answered as it is, not walked member by member; and
 each condition of a transaction is parsed once, not twice. The fourth is to the dispatcher: the service a host
 name goes to is found once, not for every request. The fifth is to the server: it logs no line per request.
