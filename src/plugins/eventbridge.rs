@@ -26,7 +26,7 @@ pub const TYPE: &str = "eventbridge";
 /// How the registry knows this kind: its calls, its IAM actions, its options.
 pub const REGISTRATION: super::Registration = super::Registration {
     name: TYPE,
-    services: &["events", "iam"],
+    services: &["events"],
     changes_through: &["events"],
     iam_actions: &[
         "events:ListEventBuses",

@@ -28,7 +28,7 @@ pub const TYPE: &str = "scheduler";
 /// How the registry knows this kind: its calls, its IAM actions, its options.
 pub const REGISTRATION: super::Registration = super::Registration {
     name: TYPE,
-    services: &["scheduler", "iam"],
+    services: &["scheduler"],
     changes_through: &["scheduler"],
     iam_actions: &[
         "scheduler:ListScheduleGroups",
