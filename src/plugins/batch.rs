@@ -246,7 +246,7 @@ impl SubnetService for Batch {
                 .tasks(&detail.ecs_cluster)
                 .await?
                 .iter()
-                .filter(|t| task_in_zone(t, place))
+                .filter(|t| place.holds_task(t))
                 .filter_map(|t| t.task_arn().map(str::to_owned))
                 .collect();
             let fargate = detail.compute_type.starts_with("FARGATE");
@@ -286,21 +286,6 @@ impl SubnetService for Batch {
             "batch:DescribeComputeEnvironments",
             environments,
         )]
-    }
-}
-
-/// Whether a task runs in the zone: the subnet of its network interface, else its zone's name.
-fn task_in_zone(task: &aws_sdk_ecs::types::Task, place: &Place<'_>) -> bool {
-    let subnet = task
-        .attachments()
-        .iter()
-        .filter(|a| a.r#type() == Some("ElasticNetworkInterface"))
-        .flat_map(|a| a.details())
-        .find(|d| d.name() == Some("subnetId"))
-        .and_then(|d| d.value());
-    match subnet {
-        Some(subnet) => place.zone_subnets.contains(subnet),
-        None => task.availability_zone() == Some(place.zone.name.as_str()),
     }
 }
 

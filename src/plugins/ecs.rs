@@ -256,7 +256,7 @@ impl SubnetService for Ecs {
                     };
                     let in_zone: Vec<String> = tasks
                         .iter()
-                        .filter(|t| task_in_zone(t, place))
+                        .filter(|t| place.holds_task(t))
                         .filter_map(|t| t.task_arn().map(str::to_owned))
                         .collect();
                     let presence = Presence {
@@ -404,21 +404,6 @@ impl Ecs {
             tasks.extend(described.into_iter().filter(|t| t.group().is_none_or(|g| g == group)));
         }
         Ok(tasks)
-    }
-}
-
-/// Whether a task runs in the zone: the subnet of its network interface, else its zone's name.
-fn task_in_zone(task: &aws_sdk_ecs::types::Task, place: &Place<'_>) -> bool {
-    let subnet = task
-        .attachments()
-        .iter()
-        .filter(|a| a.r#type() == Some("ElasticNetworkInterface"))
-        .flat_map(|a| a.details())
-        .find(|d| d.name() == Some("subnetId"))
-        .and_then(|d| d.value());
-    match subnet {
-        Some(subnet) => place.zone_subnets.contains(subnet),
-        None => task.availability_zone() == Some(place.zone.name.as_str()),
     }
 }
 

@@ -431,6 +431,24 @@ pub struct Place<'a> {
     pub ec2: &'a aws_sdk_ec2::Client,
 }
 
+impl Place<'_> {
+    /// Whether an ECS task runs in the zone: the subnet of its network interface, else its zone's
+    /// name (ECS services' tasks, and Batch jobs on Fargate).
+    pub fn holds_task(&self, task: &aws_sdk_ecs::types::Task) -> bool {
+        let subnet = task
+            .attachments()
+            .iter()
+            .filter(|a| a.r#type() == Some("ElasticNetworkInterface"))
+            .flat_map(|a| a.details())
+            .find(|d| d.name() == Some("subnetId"))
+            .and_then(|d| d.value());
+        match subnet {
+            Some(subnet) => self.zone_subnets.contains(subnet),
+            None => task.availability_zone() == Some(self.zone.name.as_str()),
+        }
+    }
+}
+
 /// What of one subnet-placed resource is in the zone now, and what moving it takes elsewhere: read
 /// once, it serves `exposure` (the list) and the headroom check (the count).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
