@@ -62,6 +62,12 @@ enables the schedule. A caller that dropped either would pass against moto and r
 
 Run with the emulator's Python: .venv-moto/bin/python scripts/moto_server.py -H 127.0.0.1 -p 5000
 Set AZEVAC_MOTO_UNFIXED=1 to serve moto unchanged, without any fix (the benchmark reports both).
+
+Set AZEVAC_MOTO_IAM=1 to have moto check IAM (`_iam_checked_except_for_the_tests_own_key`) on every
+request signed with any access key but the tests' own, `testing`, which stays the account's unchecked
+root (as do the sessions it opens in other accounts under the session name `root`): a test seeds its
+estate as root, then runs azevac as an IAM user with the policy under test.
+moto checks the actions of a policy only (not its resources or conditions).
 """
 
 import copy
@@ -401,6 +407,91 @@ def _scheduler_update_replaces_the_schedule():
     EventBridgeSchedulerResponse.update_schedule = update_schedule
 
 
+def _iam_checked_except_for_the_tests_own_key():
+    from moto import settings
+    from moto.core.authorization import ActionAuthenticatorMixin
+
+    from moto.core.exceptions import AccessDeniedError, JsonRESTError
+    from moto.iam.access_control import IAMPolicyStatement, IAMRequestBase
+    from moto.iam.policy_conditions import TrustCondition
+
+    # moto checks IAM once it has served INITIAL_NO_AUTH_ACTION_COUNT requests; from the first here.
+    settings.INITIAL_NO_AUTH_ACTION_COUNT = 0
+    # What is checked is authorization, not the signature: moto 5.2.5 computes some REST paths'
+    # signatures differently from the SDKs (Lambda's /2015-03-31/functions/ among them) and would
+    # refuse them as SignatureDoesNotMatch.
+    IAMRequestBase.check_signature = lambda self: None
+    # IAM compares actions without regard to case; moto names some REST calls in lower case
+    # (Batch's `batch:describecomputeenvironments`) and compares them with a policy's as written.
+    matches = IAMPolicyStatement._check_element_matches
+
+    def action_matches(self, element, value):
+        if element in ("Action", "NotAction"):
+            named = self._statement[element]
+            folded = [a.lower() for a in named] if isinstance(named, list) else named.lower()
+            return IAMPolicyStatement({element: folded})._check_element_matches_as_moto(element, value.lower())
+        return matches(self, element, value)
+
+    IAMPolicyStatement._check_element_matches_as_moto = matches
+    IAMPolicyStatement._check_element_matches = action_matches
+    # A condition on a key the request lacks is false in IAM (but for the ...IfExists operators);
+    # moto 5.2.5 checks only the keys present, so a role whose trust policy asks for an external
+    # ID could be assumed without one.
+    verify = TrustCondition.verify_condition
+
+    def verify_every_key(self, actual_values):
+        if not self._condition.endswith("IfExists") and len(actual_values) < len(self.context_keys):
+            return False
+        return verify(self, actual_values)
+
+    TrustCondition.verify_condition = verify_every_key
+    # moto looks a role to be assumed up in the caller's account, so another account's role is never
+    # found and its trust policy never read: look it up in the account its ARN names.
+    for method in ("_is_assuming_role_operation", "_check_role_trust_relationship"):
+        setattr(IAMRequestBase, method, _in_the_roles_account(getattr(IAMRequestBase, method)))
+    check = ActionAuthenticatorMixin._authenticate_and_authorize_action
+
+    def unchecked(self):
+        key = self.headers.get("Authorization", "").partition("Credential=")[2].partition("/")[0]
+        if key == "testing":
+            return True
+        # A session of the root's in another account (AssumeRole with session name `root`), which a
+        # test seeds that account with.
+        from moto.sts.models import sts_backends
+
+        sessions = sts_backends[self.current_account]["aws"].assumed_roles
+        return any(s.access_key_id == key and s.session_name == "root" for s in sessions)
+
+    def checked(self, iam_request_cls, resource="*"):
+        if unchecked(self):
+            return
+        try:
+            check(self, iam_request_cls, resource)
+        except AccessDeniedError as denied:
+            # moto answers a denial in the query protocol's XML whatever the service; the JSON
+            # protocols' services (DynamoDB, Lambda, ECS...) answer AccessDeniedException in JSON,
+            # which is what the SDKs read as an access denied.
+            if "x-www-form-urlencoded" in self.headers.get("Content-Type", ""):
+                raise
+            answer = JsonRESTError("AccessDeniedException", denied.message)
+            answer.code = 403
+            raise answer from denied
+
+    ActionAuthenticatorMixin._authenticate_and_authorize_action = checked
+
+
+def _in_the_roles_account(method):
+    def in_account(self, role_arn, *rest):
+        parts = role_arn.split(":")
+        caller, self.account_id = self.account_id, parts[4] if len(parts) > 4 and parts[4] else self.account_id
+        try:
+            return method(self, role_arn, *rest)
+        finally:
+            self.account_id = caller
+
+    return in_account
+
+
 def _no_request_line(handler, code="-", size="-"):
     """werkzeug's server formats and logs a line for every request it answers (method, path, status), about
     11 % of the emulator's CPU in the benchmark's Auto Scaling and ECS calls (a py-spy profile). The tests,
@@ -499,5 +590,7 @@ def _batch_updates_apply():
 if __name__ == "__main__":
     if os.environ.get("AZEVAC_MOTO_UNFIXED") != "1":
         apply_fix()
+    if os.environ.get("AZEVAC_MOTO_IAM") == "1":
+        _iam_checked_except_for_the_tests_own_key()
     sys.argv[0] = "moto_server"
     sys.exit(main())

@@ -91,6 +91,12 @@ pub struct Journal {
     /// account's part its own records, instead of N reads of every record. Planning is the only
     /// reader; the changes themselves read each record again under its lock.
     read: ReadOnce,
+    /// Set once [`Journal::check_schema`] has found the table to be a journal: a table is never
+    /// deleted under a run (deletion protection), so a run that planned against it does not ask
+    /// to create it again. The operator's policy does not grant `dynamodb:CreateTable` (that is
+    /// `init`'s, fixtures/iam-admin-policy.json), and a call it denies would be a failed evacuation
+    /// and an access-denied event in CloudTrail on every run.
+    checked: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The account a run's part acts in, for the journal: its records are those stamped with it, and,
@@ -122,6 +128,7 @@ impl Journal {
             region: crate::aws::region_of(config),
             owner: None,
             read: ReadOnce::default(),
+            checked: Arc::default(),
         }
     }
 

@@ -127,8 +127,11 @@ impl Journal {
     /// Create the table and its index (on-demand billing, deletion protection on) and wait until it
     /// is ACTIVE; the caller then turns on point-in-time recovery with [`Journal::protect`] (the
     /// journal is the only record of what was taken). Returns false, changing nothing, when a table
-    /// with the same keys already exists.
+    /// with the same keys already exists, without a call when this handle has already checked it.
     pub async fn create(&self) -> Result<bool> {
+        if self.checked.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(false);
+        }
         let key = |name: &str, kind: KeyType| {
             KeySchemaElement::builder()
                 .attribute_name(name)
@@ -221,6 +224,7 @@ impl Journal {
                 self.table
             )));
         }
+        self.checked.store(true, std::sync::atomic::Ordering::Relaxed);
         let active = table.and_then(|t| t.table_status()) == Some(&TableStatus::Active);
         if !active {
             tracing::warn!(table = %self.table, "journal table exists but is not ACTIVE yet");

@@ -217,10 +217,7 @@ pub const CORE_IAM_ACTIONS: &[&str] = &["ec2:DescribeAvailabilityZones", "ec2:De
 /// and the `--notify` topics.
 pub const OPERATOR_IAM_ACTIONS: &[&str] = &[
     "dynamodb:DescribeTable",
-    "dynamodb:CreateTable",
-    "dynamodb:UpdateTable",
     "dynamodb:DescribeContinuousBackups",
-    "dynamodb:UpdateContinuousBackups",
     "dynamodb:Query",
     "dynamodb:GetItem",
     "dynamodb:PutItem",
@@ -233,6 +230,15 @@ pub const OPERATOR_IAM_ACTIONS: &[&str] = &[
     "organizations:ListAccountsForParent",
     "organizations:ListOrganizationalUnitsForParent",
     "sns:Publish",
+];
+
+/// The IAM actions of the journal's administration, `azevac init`'s alone (fixtures/iam-admin-policy.json):
+/// creating the table and turning its deletion protection and point-in-time recovery on. An operator
+/// who could call them could also turn both off.
+pub const ADMIN_IAM_ACTIONS: &[&str] = &[
+    "dynamodb:CreateTable",
+    "dynamodb:UpdateTable",
+    "dynamodb:UpdateContinuousBackups",
 ];
 
 /// Every AWS service azevac calls (signing names; the same as the IAM prefixes here): the core

@@ -26,6 +26,7 @@ mod headroom;
 mod interleave;
 mod karpenter;
 mod lease;
+mod least_privilege;
 mod log_format;
 mod nat;
 mod notify;

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use azevac::plugins::{kubernetes_types, types, CORE_IAM_ACTIONS, OPERATOR_IAM_ACTIONS, REGISTRY};
+use azevac::plugins::{kubernetes_types, types, ADMIN_IAM_ACTIONS, CORE_IAM_ACTIONS, OPERATOR_IAM_ACTIONS, REGISTRY};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -176,8 +176,18 @@ fn needed_by_the_operator() -> BTreeSet<&'static str> {
     all
 }
 
-fn granted_by_the_policy() -> BTreeSet<String> {
-    let policy: serde_json::Value = serde_json::from_str(&read("fixtures/iam-policy.json")).expect("json");
+/// What `init` needs, and only it: the journal's administration, with the reads that go with it
+/// (whether the table exists and is a journal; its protection).
+fn needed_by_init() -> BTreeSet<&'static str> {
+    ADMIN_IAM_ACTIONS
+        .iter()
+        .chain(&["dynamodb:DescribeTable", "dynamodb:DescribeContinuousBackups"])
+        .copied()
+        .collect()
+}
+
+fn granted_by_the_policy(path: &str) -> BTreeSet<String> {
+    let policy: serde_json::Value = serde_json::from_str(&read(path)).expect("json");
     let mut granted = BTreeSet::new();
     for statement in policy["Statement"].as_array().expect("statements") {
         assert_eq!(statement["Effect"], "Allow", "{statement}");
@@ -219,7 +229,28 @@ fn compare(what: &str, granted: &BTreeSet<String>, needed: &BTreeSet<&str>) -> V
 fn issue_32_the_iam_policy_grants_exactly_what_the_types_and_the_core_need() {
     let needed = needed_by_the_operator();
     assert!(needed.iter().all(|a| is_action(a)), "{needed:?}");
-    let wrong = compare("fixtures/iam-policy.json", &granted_by_the_policy(), &needed);
+    let wrong = compare(
+        "fixtures/iam-policy.json",
+        &granted_by_the_policy("fixtures/iam-policy.json"),
+        &needed,
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Issue 36: the operator cannot administer the journal (turn its deletion protection or
+/// point-in-time recovery off); `init` can, under a policy of its own that grants nothing else.
+#[test]
+fn issue_36_the_journals_administration_is_inits_alone() {
+    let operator = granted_by_the_policy("fixtures/iam-policy.json");
+    let admin = granted_by_the_policy("fixtures/iam-admin-policy.json");
+    for action in ADMIN_IAM_ACTIONS {
+        assert!(!operator.contains(*action), "the operator's policy grants {action}");
+        assert!(
+            !needed_where_types_act().contains(action),
+            "{action} is needed where the types act"
+        );
+    }
+    let wrong = compare("fixtures/iam-admin-policy.json", &admin, &needed_by_init());
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
@@ -239,7 +270,19 @@ fn issue_32_the_member_role_grants_exactly_what_the_types_need_where_they_act() 
         .collect::<Vec<_>>()
         .join(" ");
     assert!(squeeze.contains("Principal: AWS: !Ref OperatorPrincipalArn Action: sts:AssumeRole"));
-    assert!(squeeze.contains("sts:ExternalId: !Ref ExternalId"));
+    assert!(squeeze.contains("Condition: StringEquals: sts:ExternalId: !Ref ExternalId"));
+    // Issue 36: the external ID is required; an empty default meant no condition at all.
+    let template = read("fixtures/member-role.cfn.yaml");
+    let parameter = template
+        .split("\n  ExternalId:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\nResources:").next())
+        .expect("the ExternalId parameter, last before Resources");
+    assert!(parameter.contains("MinLength: 2"), "{parameter}");
+    assert!(
+        !parameter.contains("Default:"),
+        "the external ID has a default: {parameter}"
+    );
 }
 
 /// The comparison finds what it is for: a granted action no one needs, and a needed one not granted.
@@ -283,7 +326,12 @@ fn issue_32_each_types_services_are_those_of_its_iam_actions() {
             .collect();
         assert_eq!(services, prefixes(&calls), "{}", registration.name);
     }
-    let core: Vec<&str> = CORE_IAM_ACTIONS.iter().chain(OPERATOR_IAM_ACTIONS).copied().collect();
+    let core: Vec<&str> = CORE_IAM_ACTIONS
+        .iter()
+        .chain(OPERATOR_IAM_ACTIONS)
+        .chain(ADMIN_IAM_ACTIONS)
+        .copied()
+        .collect();
     let services: BTreeSet<String> = azevac::plugins::CORE_SERVICES.iter().map(|s| s.to_string()).collect();
     assert_eq!(services, prefixes(&core));
 }
@@ -317,6 +365,7 @@ fn without_declarations(text: &str) -> String {
             "iam_actions: &[",
             "CORE_IAM_ACTIONS: &[&str] = &[",
             "OPERATOR_IAM_ACTIONS: &[&str] = &[",
+            "ADMIN_IAM_ACTIONS: &[&str] = &[",
         ]
         .iter()
         .filter_map(|o| t.find(o).map(|at| at + o.len()))
@@ -383,7 +432,8 @@ fn actions_named_under(dir: &Path) -> BTreeSet<String> {
 fn issue_32_the_declared_iam_actions_are_the_calls_the_code_makes() {
     let named = actions_named_under(&root().join("src"));
     assert!(named.len() >= 20, "the scan found too little: {named:?}");
-    let declared = needed_by_the_operator();
+    let mut declared = needed_by_the_operator();
+    declared.extend(ADMIN_IAM_ACTIONS);
     let undeclared: Vec<&String> = named.iter().filter(|a| !declared.contains(a.as_str())).collect();
     assert!(
         undeclared.is_empty(),

@@ -52,6 +52,13 @@ impl Moto {
         Moto::start_with(&[("AZEVAC_MOTO_UNFIXED", "1")])
     }
 
+    /// moto server checking IAM for every caller but the tests' own `testing` key, the account's
+    /// root (scripts/moto_server.py, AZEVAC_MOTO_IAM): a test seeds as root and runs azevac as an
+    /// IAM user. moto checks a policy's actions, not its resources or conditions.
+    pub fn start_checking_iam() -> Moto {
+        Moto::start_with(&[("AZEVAC_MOTO_IAM", "1")])
+    }
+
     fn start_with(env: &[(&str, &str)]) -> Moto {
         let port = free_port();
         // The pool serves moto with the launcher's fixes and nothing else: a test that asks for
