@@ -36,9 +36,10 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
     }
     let saved = read(&args.plan)?;
     if saved.plan.region != ctx.region {
+        let region = crate::text::clean(&saved.plan.region);
         return Err(Error::BadInput(format!(
-            "{shown} is a plan for region {}, but this run is in {}: pass --region {}",
-            saved.plan.region, ctx.region, saved.plan.region
+            "{shown} is a plan for region {region}, but this run is in {}: pass --region {region}",
+            ctx.region
         )));
     }
     let request = &saved.plan.request;
@@ -175,8 +176,10 @@ fn read(path: &Path) -> Result<Saved> {
     read.map_err(|e| Error::BadInput(format!("cannot read the plan {shown}: {e}")))?;
     let saved: Saved = serde_json::from_str(&text).map_err(|e| {
         Error::BadInput(format!(
-            "{shown} is not a saved azevac plan ({e}): save one with \
-             `azevac evacuate --az-id AZ_ID --dry-run --output json > plan.json`"
+            "{shown} is not a saved azevac plan ({}): save one with \
+             `azevac evacuate --az-id AZ_ID --dry-run --output json > plan.json`",
+            // serde quotes the file's text (an unknown value), line breaks and escapes included.
+            crate::text::clean(&e.to_string())
         ))
     })?;
     if !saved.dry_run {

@@ -152,8 +152,30 @@ async fn apply_refuses_what_is_not_a_plan_for_here() {
     );
     let plan_file = plan_path.to_str().expect("utf-8");
     let before = snapshot(&sdk).await;
+    // A plan file is anyone's text: serde quotes what it cannot read, line breaks and all (issue 36).
+    let text = std::fs::read_to_string(&plan_path).expect("read plan");
+    let damaged = dir.path().join("damaged.json");
+    std::fs::write(
+        &damaged,
+        text.replacen(r#""status": "planned""#, r#""status": "\n\u001b[2Jplanned""#, 1),
+    )
+    .expect("write");
+    let elsewhere = dir.path().join("elsewhere.json");
+    std::fs::write(
+        &elsewhere,
+        text.replacen(r#""us-east-1""#, r#""us-west-2\n\u001b[2J""#, 1),
+    )
+    .expect("write");
 
     let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["apply", damaged.to_str().expect("utf-8"), "--yes"],
+            "is not a saved azevac plan (unknown variant `\\n\\u{1b}[2Jplanned`",
+        ),
+        (
+            vec!["apply", elsewhere.to_str().expect("utf-8"), "--yes"],
+            "is a plan for region us-west-2\\n\\u{1b}[2J, but",
+        ),
         (
             vec!["--region", "us-west-2", "apply", plan_file, "--yes"],
             "pass --region us-east-1",
