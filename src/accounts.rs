@@ -76,6 +76,8 @@ pub fn parse_ou(value: &str) -> Result<String, String> {
 
 /// Refuse a fan-out that cannot work, before any call (a saved plan is checked again here).
 pub fn validate(fleet: &Fleet, types: &[String]) -> Result<()> {
+    // Whether or not accounts are named: a recover reaches the accounts its records name with them.
+    validate_role(fleet)?;
     if fleet.is_empty() {
         if !fleet.ous.is_empty() {
             return Err(Error::BadInput("--ou needs --accounts org".into()));
@@ -94,15 +96,6 @@ pub fn validate(fleet: &Fleet, types: &[String]) -> Result<()> {
     for account in fleet.accounts.iter().filter(|a| *a != ORG).chain(&fleet.exclude) {
         parse_account_id(account).map_err(Error::BadInput)?;
     }
-    if let Some(template) = &fleet.role_arn_template {
-        if !template.contains("{account}") || !template.starts_with("arn:") {
-            return Err(Error::BadInput(format!(
-                "--role-arn-template {:?} must be a role ARN with {{account}} in it, e.g. \
-                 arn:aws:iam::{{account}}:role/ops/azevac",
-                crate::text::clean(template)
-            )));
-        }
-    }
     let kubernetes = crate::plugins::kubernetes_types();
     if let Some(named) = types.iter().find(|t| kubernetes.contains(&t.as_str())) {
         return Err(Error::BadInput(format!(
@@ -116,6 +109,116 @@ pub fn validate(fleet: &Fleet, types: &[String]) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Refuse a role name, role ARN template or external ID that cannot name one IAM role in each
+/// account, before it drives any AssumeRole: a saved plan's come from a file anyone may edit.
+pub fn validate_role(fleet: &Fleet) -> Result<()> {
+    if let Some(name) = fleet.role_name.as_deref().filter(|n| !is_role_name(n)) {
+        return Err(Error::BadInput(format!(
+            "--role-name {:?} is not an IAM role name (1 to 64 letters, digits and +=,.@_-); for a \
+             role with a path, pass --role-arn-template, e.g. arn:aws:iam::{{account}}:role/ops/azevac",
+            crate::text::clean(name)
+        )));
+    }
+    if let Some(template) = fleet.role_arn_template.as_deref().filter(|t| !is_role_template(t)) {
+        return Err(Error::BadInput(format!(
+            "--role-arn-template {:?} must be an IAM role ARN with {{account}} as its account, e.g. \
+             arn:aws:iam::{{account}}:role/ops/azevac (or arn:{{partition}}:iam::{{account}}:role/NAME)",
+            crate::text::clean(template)
+        )));
+    }
+    if let Some(id) = fleet.external_id.as_deref().filter(|id| !is_external_id(id)) {
+        return Err(Error::BadInput(format!(
+            "--external-id {:?} is not one AWS accepts (2 to 1224 letters, digits and +=,.@:/_-)",
+            crate::text::clean(id)
+        )));
+    }
+    Ok(())
+}
+
+/// The characters of an IAM name (roles, paths): letters, digits and `+=,.@_-`.
+fn is_iam_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "+=,.@_-".contains(c)
+}
+
+/// An IAM role name: 1 to 64 of its characters.
+fn is_role_name(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.chars().all(is_iam_name_char)
+}
+
+/// `arn:PARTITION:iam::{account}:role/[PATH/]NAME`, where PARTITION is a partition or
+/// `{partition}`: one role in each account, never another kind of resource or a fixed account.
+fn is_role_template(template: &str) -> bool {
+    let parts: Vec<&str> = template.splitn(6, ':').collect();
+    let ["arn", partition, "iam", "", "{account}", resource] = parts.as_slice() else {
+        return false;
+    };
+    let partition_ok = *partition == "{partition}"
+        || (partition.starts_with("aws")
+            && partition.chars().all(|c| c.is_ascii_lowercase() || c == '-')
+            && !partition.ends_with('-'));
+    let Some(path) = resource.strip_prefix("role/") else {
+        return false;
+    };
+    let name = path.rsplit('/').next().unwrap_or_default();
+    partition_ok
+        && path.len() <= 512
+        && is_role_name(name)
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part.chars().all(is_iam_name_char))
+}
+
+/// An external ID as STS takes it: 2 to 1224 of `[\w+=,.@:/-]`.
+fn is_external_id(id: &str) -> bool {
+    (2..=1224).contains(&id.len()) && id.chars().all(|c| is_iam_name_char(c) || c == ':' || c == '/')
+}
+
+/// The role `fleet` assumes in each account as a template (`{account}` left in), for showing and
+/// comparing: a role name and the template it stands for are the same role.
+pub fn role_template(fleet: &Fleet, region: &str) -> String {
+    role_arn(fleet, "{account}", region)
+}
+
+/// How the role and external ID a saved plan assumes differ from those the command line gives
+/// (its flags, or their defaults), in words; `None` when they are the same.
+pub fn role_difference(saved: &Fleet, given: &Fleet, region: &str) -> Option<String> {
+    let (plan_role, our_role) = (role_template(saved, region), role_template(given, region));
+    let external = |id: &Option<String>| match id {
+        Some(id) => format!("external ID {:?}", crate::text::clean(id)),
+        None => "no external ID".to_owned(),
+    };
+    let mut differences = Vec::new();
+    if plan_role != our_role {
+        differences.push(format!(
+            "assumes {} in each account, not {} (the command line's)",
+            crate::text::clean(&plan_role),
+            crate::text::clean(&our_role)
+        ));
+    }
+    if saved.external_id != given.external_id {
+        differences.push(format!(
+            "passes {}, not {} (the command line's)",
+            external(&saved.external_id),
+            external(&given.external_id)
+        ));
+    }
+    (!differences.is_empty()).then(|| format!("the plan {}", differences.join(" and ")))
+}
+
+/// The flags that give the role and external ID of `fleet` (empty: the defaults).
+pub fn role_flags(fleet: &Fleet) -> String {
+    let mut flags = Vec::new();
+    if let Some(template) = &fleet.role_arn_template {
+        flags.push(format!("--role-arn-template '{}'", crate::text::clean(template)));
+    } else if let Some(name) = &fleet.role_name {
+        flags.push(format!("--role-name {}", crate::text::clean(name)));
+    }
+    if let Some(id) = &fleet.external_id {
+        flags.push(format!("--external-id '{}'", crate::text::clean(id)));
+    }
+    flags.join(" ")
 }
 
 /// The role azevac assumes in `account`.
@@ -300,6 +403,101 @@ mod tests {
             role_arn(&shaped, "222222222222", "us-gov-west-1"),
             "arn:aws-us-gov:iam::222222222222:role/ops/evac"
         );
+    }
+
+    /// Issue 36: a role name, template or external ID (from the flags, or a plan file anyone may
+    /// edit) names one IAM role in each account, or is refused in one line.
+    #[test]
+    fn issue_36_role_settings_name_one_role_in_each_account() {
+        let role = |name: Option<&str>, template: Option<&str>, id: Option<&str>| Fleet {
+            role_name: name.map(str::to_owned),
+            role_arn_template: template.map(str::to_owned),
+            external_id: id.map(str::to_owned),
+            ..Fleet::default()
+        };
+        for good in [
+            role(None, None, None),
+            role(Some("azevac"), None, Some("ext-123:a/b")),
+            role(Some("Ops+evac=1,x.y@z_w-v"), None, None),
+            role(None, Some("arn:aws:iam::{account}:role/ops/azevac"), None),
+            role(None, Some("arn:{partition}:iam::{account}:role/azevac"), None),
+            role(None, Some("arn:aws-us-gov:iam::{account}:role/a/b/c"), None),
+        ] {
+            assert!(validate_role(&good).is_ok(), "{good:?}");
+        }
+        for bad in [
+            role(Some(""), None, None),
+            role(Some("ops/azevac"), None, None),
+            role(Some(&"x".repeat(65)), None, None),
+            role(Some("a:b"), None, None),
+            role(None, Some("arn:aws:iam::123456789012:role/x"), None),
+            role(None, Some("arn:aws:iam::{account}:user/x"), None),
+            role(None, Some("arn:aws:s3:::{account}"), None),
+            role(None, Some("arn:aws:iam:us-east-1:{account}:role/x"), None),
+            role(None, Some("arn:aws:iam::{account}:role/"), None),
+            role(None, Some("arn:aws:iam::{account}:role/ops//x"), None),
+            role(None, Some("arn:aws:iam::{account}:role/x:y"), None),
+            role(None, Some("arn:aws:iam::{account}:role/{account}"), None),
+            role(None, Some("arn:evil:iam::{account}:role/x"), None),
+            role(None, None, Some("x")),
+            role(None, None, Some("a b")),
+        ] {
+            let e = validate_role(&bad).expect_err("refused").to_string();
+            assert!(!e.contains('\n'), "{e}");
+        }
+        // Checked whether or not accounts are named: a recover reaches its records' accounts.
+        assert!(validate(&role(None, Some("arn:aws:iam::1:role/x"), None), &[]).is_err());
+    }
+
+    #[test]
+    fn issue_36_a_role_and_its_template_are_one_role() {
+        let named = |name: &str| Fleet {
+            role_name: Some(name.into()),
+            ..Fleet::default()
+        };
+        let template = |t: &str| Fleet {
+            role_arn_template: Some(t.into()),
+            ..Fleet::default()
+        };
+        let default = Fleet::default();
+        assert_eq!(role_difference(&named("azevac"), &default, "us-east-1"), None);
+        assert_eq!(
+            role_difference(
+                &template("arn:{partition}:iam::{account}:role/azevac"),
+                &default,
+                "us-east-1"
+            ),
+            None
+        );
+        let wider = template("arn:aws:iam::{account}:role/OrganizationAccountAccessRole");
+        let says = role_difference(&wider, &default, "us-east-1").expect("differs");
+        assert_eq!(
+            says,
+            "the plan assumes arn:aws:iam::{account}:role/OrganizationAccountAccessRole in each account, \
+             not arn:aws:iam::{account}:role/azevac (the command line's)"
+        );
+        assert_eq!(role_difference(&wider, &wider, "us-east-1"), None);
+        let with_id = Fleet {
+            external_id: Some("ext-1".into()),
+            ..Fleet::default()
+        };
+        let says = role_difference(&with_id, &default, "us-east-1").expect("differs");
+        assert!(
+            says.contains(r#"passes external ID "ext-1", not no external ID"#),
+            "{says}"
+        );
+        assert_eq!(
+            role_flags(&wider),
+            "--role-arn-template 'arn:aws:iam::{account}:role/OrganizationAccountAccessRole'"
+        );
+        assert_eq!(
+            role_flags(&Fleet {
+                role_name: Some("ops".into()),
+                ..with_id
+            }),
+            "--role-name ops --external-id 'ext-1'"
+        );
+        assert_eq!(role_flags(&default), "");
     }
 
     #[test]

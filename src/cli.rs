@@ -271,6 +271,15 @@ pub struct Accounts {
     /// Leave this account out (repeatable).
     #[arg(long = "exclude-account", value_name = "ID", value_parser = crate::accounts::parse_account_id)]
     pub exclude: Vec<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub role: Role,
+}
+
+/// The role assumed in each account, and how: the commands that act across accounts take it, and
+/// `apply` holds a saved plan's against it.
+#[derive(Debug, Args, Default)]
+pub struct Role {
     /// The role assumed in each account: arn:aws:iam::ACCOUNT:role/NAME [default: azevac].
     #[arg(long, value_name = "NAME", conflicts_with = "role_arn_template")]
     pub role_name: Option<String>,
@@ -283,6 +292,18 @@ pub struct Accounts {
     pub external_id: Option<String>,
 }
 
+impl Role {
+    /// These settings in a fan-out that names no account.
+    pub fn fleet(&self) -> crate::model::Fleet {
+        crate::model::Fleet {
+            role_name: self.role_name.clone(),
+            role_arn_template: self.role_arn_template.clone(),
+            external_id: self.external_id.clone(),
+            ..crate::model::Fleet::default()
+        }
+    }
+}
+
 impl Accounts {
     /// The fan-out as the plan records it.
     pub fn fleet(&self) -> crate::model::Fleet {
@@ -290,9 +311,7 @@ impl Accounts {
             accounts: self.accounts.clone().map(|a| a.0).unwrap_or_default(),
             ous: self.ous.clone(),
             exclude: self.exclude.clone(),
-            role_name: self.role_name.clone(),
-            role_arn_template: self.role_arn_template.clone(),
-            external_id: self.external_id.clone(),
+            ..self.role.fleet()
         }
     }
 }
@@ -537,6 +556,15 @@ pub struct Apply {
     /// Kubeconfig file for the plan's kube contexts (default: KUBECONFIG, then ~/.kube/config).
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<std::path::PathBuf>,
+    // The role the plan must assume in each account: a plan file can be edited, and one that
+    // names another role or external ID is refused with --yes and asked about without.
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub role: Role,
+    /// Assume the plan's role and external ID where they differ from the command line's, once you
+    /// have checked that the plan should act under that identity.
+    #[arg(long)]
+    pub accept_plan_role: bool,
 }
 
 /// `azevac status`.

@@ -6,8 +6,10 @@
 //! Each publish uses SNS's `MessageStructure=json`: e-mail subscribers get a plain-text message,
 //! every other protocol (Chatbot's HTTPS endpoint, SQS, Lambda, HTTPS webhooks) gets an AWS Chatbot
 //! custom notification (`{"version":"1.0","source":"custom","content":{...},"metadata":{...}}`),
-//! whose `content.description` is the same plain text and whose `metadata.threadId` is the run ID,
-//! so that a run's two messages form one thread in the chat channel.
+//! whose `content.description` is the same text with everything azevac did not write itself escaped
+//! for Markdown (Chatbot's `client-markdown`: a resource named like a link must not be one), and
+//! whose `metadata.threadId` is the run ID, so that a run's two messages form one thread in the
+//! chat channel.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -63,7 +65,8 @@ pub fn parse_topic_arn(text: &str) -> Result<String, String> {
 pub struct Message {
     /// The subject line (e-mail subject; SQS and HTTPS envelopes): short, printable ASCII.
     pub subject: String,
-    /// The readable text: the e-mail body, and the Chatbot notification's description.
+    /// The readable text, as it is: the e-mail body (plain text). The Chatbot notification's
+    /// description is the same text with the untrusted parts escaped for Markdown.
     pub text: String,
     /// The AWS Chatbot custom notification, for every other protocol.
     pub chatbot: serde_json::Value,
@@ -95,13 +98,40 @@ fn verb(plan: &Plan) -> &'static str {
     }
 }
 
+/// How a message writes the text it did not make itself (names, reasons, AWS error text, the
+/// caller, zones, problems): as it is for e-mail, which is plain text, or escaped for the Chatbot
+/// notification, which Slack and Teams render as Markdown (where a resource named like a link
+/// would be a link).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Plain,
+    Markdown,
+}
+
+impl Form {
+    /// `text`, written for this form.
+    fn put(self, text: &str) -> String {
+        match self {
+            Form::Plain => text.to_owned(),
+            Form::Markdown => crate::text::markdown(text),
+        }
+    }
+}
+
 /// The zone the run is about, as people read it.
-fn zone(plan: &Plan) -> String {
+fn zone(plan: &Plan, form: Form) -> String {
     match (&plan.az_id, &plan.az_name) {
-        (Some(id), Some(name)) => format!("{id} ({name})"),
-        (Some(id), None) => id.clone(),
+        (Some(id), Some(name)) => format!("{} ({})", form.put(id), form.put(name)),
+        (Some(id), None) => form.put(id),
         _ => "every evacuated AZ".to_owned(),
     }
+}
+
+/// The zone in a title: its ID only.
+fn zone_id(plan: &Plan, form: Form) -> String {
+    plan.az_id
+        .as_deref()
+        .map_or_else(|| "all zones".to_owned(), |id| form.put(id))
 }
 
 /// Lines per type and status, types in plan order.
@@ -130,16 +160,42 @@ fn subject(text: &str) -> String {
 }
 
 /// The heading lines both messages share: who, why, where.
-fn heading(plan: &Plan, audit: &Audit, what: &str) -> String {
-    let mut text = format!("azevac {} {} in {}: {what}\n", verb(plan), zone(plan), plan.region);
+fn heading(plan: &Plan, audit: &Audit, what: &str, form: Form) -> String {
+    let mut text = format!(
+        "azevac {} {} in {}: {what}\n",
+        verb(plan),
+        zone(plan, form),
+        form.put(&plan.region)
+    );
+    // The run ID is this process's own UUID, not someone else's text.
     let _ = writeln!(text, "run: {}", audit.run_id);
-    let _ = writeln!(text, "caller: {}", audit.caller);
+    let _ = writeln!(text, "caller: {}", form.put(&audit.caller));
     if let Some(reason) = &audit.reason {
-        let _ = writeln!(text, "reason: {reason}");
+        let _ = writeln!(text, "reason: {}", form.put(reason));
     }
     text
 }
 
+/// The plan's problems, capped like the failures: SNS refuses a message over 256 KB, and this one
+/// matters most.
+fn problems(plan: &Plan, text: &mut String, form: Form) {
+    for problem in plan.problems.iter().take(FAILURES_LISTED) {
+        let _ = writeln!(text, "problem: {}", form.put(problem));
+    }
+    if plan.problems.len() > FAILURES_LISTED {
+        let _ = writeln!(text, "... and {} more problems", plan.problems.len() - FAILURES_LISTED);
+    }
+}
+
+/// An AZ ID as a Chatbot keyword (a tag, not text): only the characters an AZ ID has.
+fn keyword(az_id: &str) -> String {
+    az_id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect()
+}
+
+/// The Chatbot custom notification: `title` and `text` are already written in [`Form::Markdown`].
 fn chatbot(
     plan: &Plan,
     audit: &Audit,
@@ -148,11 +204,13 @@ fn chatbot(
     event: &str,
     totals: &[(&str, usize)],
 ) -> serde_json::Value {
+    // The context is data for Chatbot's custom actions (their `$variables`), never rendered: it
+    // keeps the values as they are, where an escape would change what an action is given.
     let mut context = serde_json::Map::new();
     for (key, value) in [
         ("run_id", audit.run_id.clone()),
         ("command", verb(plan).to_owned()),
-        ("zone", zone(plan)),
+        ("zone", zone(plan, Form::Plain)),
         ("region", plan.region.clone()),
         ("caller", audit.caller.clone()),
         ("reason", audit.reason.clone().unwrap_or_default()),
@@ -162,6 +220,7 @@ fn chatbot(
     for (key, value) in totals {
         context.insert((*key).to_owned(), value.to_string().into());
     }
+    let zone_keyword = plan.az_id.as_deref().map_or_else(|| "all-zones".to_owned(), keyword);
     serde_json::json!({
         "version": "1.0",
         "source": "custom",
@@ -170,7 +229,7 @@ fn chatbot(
             "textType": "client-markdown",
             "title": title,
             "description": text,
-            "keywords": ["azevac", verb(plan), plan.az_id.clone().unwrap_or_else(|| "all-zones".into())],
+            "keywords": ["azevac", verb(plan), zone_keyword],
         },
         "metadata": {
             "threadId": audit.run_id,
@@ -181,46 +240,50 @@ fn chatbot(
     })
 }
 
-/// The message a real run publishes before its first change: the plan's counts per type.
-pub fn started(plan: &Plan, audit: &Audit) -> Message {
+/// The start message's title and text, in one form.
+fn started_in(plan: &Plan, audit: &Audit, form: Form) -> (String, String) {
     let planned = plan.count(Status::Planned);
     let skipped = plan.count(Status::Skipped);
-    let mut text = heading(plan, audit, "started");
+    let mut text = heading(plan, audit, "started", form);
     let _ = writeln!(text, "planned: {planned} to change, {skipped} skipped");
     for (resource_type, counts) in per_type(plan) {
         let n = |s: Status| counts.get(s.as_str()).copied().unwrap_or_default();
         let _ = writeln!(
             text,
-            "  {resource_type}: {} to change, {} skipped",
+            "  {}: {} to change, {} skipped",
+            form.put(&resource_type),
             n(Status::Planned),
             n(Status::Skipped)
         );
     }
-    // Capped like the failures: SNS refuses a message over 256 KB, and this one matters most.
-    for problem in plan.problems.iter().take(FAILURES_LISTED) {
-        let _ = writeln!(text, "problem: {problem}");
-    }
-    if plan.problems.len() > FAILURES_LISTED {
-        let _ = writeln!(text, "... and {} more problems", plan.problems.len() - FAILURES_LISTED);
-    }
-    let title = subject(&format!(
+    problems(plan, &mut text, form);
+    let title = format!(
         "azevac {} {} started: {planned} to change (run {})",
         verb(plan),
-        plan.az_id.as_deref().unwrap_or("all zones"),
+        zone_id(plan, form),
         short(&audit.run_id)
-    ));
-    let totals = [("planned", planned), ("skipped", skipped)];
+    );
+    (title, text)
+}
+
+/// The message a real run publishes before its first change: the plan's counts per type.
+pub fn started(plan: &Plan, audit: &Audit) -> Message {
+    let (title, text) = started_in(plan, audit, Form::Plain);
+    let (chat_title, chat_text) = started_in(plan, audit, Form::Markdown);
+    let totals = [
+        ("planned", plan.count(Status::Planned)),
+        ("skipped", plan.count(Status::Skipped)),
+    ];
     Message {
-        chatbot: chatbot(plan, audit, &title, &text, "started", &totals),
-        subject: title,
+        chatbot: chatbot(plan, audit, &chat_title, &chat_text, "started", &totals),
+        subject: subject(&title),
         text,
         group: audit.run_id.clone(),
     }
 }
 
-/// The message a run publishes once it has carried its plan out: done, skipped and failed per type,
-/// the failures with their reasons, and the wall time.
-pub fn ended(plan: &Plan, audit: &Audit, wall: Duration) -> Message {
+/// The end message's title and text, in one form.
+fn ended_in(plan: &Plan, audit: &Audit, wall: Duration, form: Form) -> (String, String) {
     let done = plan.count(Status::Done);
     let skipped = plan.count(Status::Skipped);
     let failed = plan.count(Status::Failed);
@@ -229,7 +292,7 @@ pub fn ended(plan: &Plan, audit: &Audit, wall: Duration) -> Message {
     } else {
         "ended"
     };
-    let mut text = heading(plan, audit, outcome);
+    let mut text = heading(plan, audit, outcome, form);
     let _ = writeln!(
         text,
         "result: {done} done, {skipped} skipped, {failed} failed in {}",
@@ -239,7 +302,8 @@ pub fn ended(plan: &Plan, audit: &Audit, wall: Duration) -> Message {
         let n = |s: Status| counts.get(s.as_str()).copied().unwrap_or_default();
         let _ = writeln!(
             text,
-            "  {resource_type}: {} done, {} skipped, {} failed",
+            "  {}: {} done, {} skipped, {} failed",
+            form.put(&resource_type),
             n(Status::Done),
             n(Status::Skipped),
             n(Status::Failed)
@@ -250,31 +314,37 @@ pub fn ended(plan: &Plan, audit: &Audit, wall: Duration) -> Message {
         let _ = writeln!(
             text,
             "failed: {} {}: {}",
-            item.resource_type,
-            item.name,
-            item.reason.as_deref().unwrap_or("no reason given")
+            form.put(&item.resource_type),
+            form.put(&item.name),
+            form.put(item.reason.as_deref().unwrap_or("no reason given"))
         );
     }
     if failures.len() > FAILURES_LISTED {
         let _ = writeln!(text, "... and {} more failed lines", failures.len() - FAILURES_LISTED);
     }
-    // Capped like the failures: SNS refuses a message over 256 KB, and this one matters most.
-    for problem in plan.problems.iter().take(FAILURES_LISTED) {
-        let _ = writeln!(text, "problem: {problem}");
-    }
-    if plan.problems.len() > FAILURES_LISTED {
-        let _ = writeln!(text, "... and {} more problems", plan.problems.len() - FAILURES_LISTED);
-    }
-    let title = subject(&format!(
+    problems(plan, &mut text, form);
+    let title = format!(
         "azevac {} {} {outcome}: {done} done, {failed} failed (run {})",
         verb(plan),
-        plan.az_id.as_deref().unwrap_or("all zones"),
+        zone_id(plan, form),
         short(&audit.run_id)
-    ));
-    let totals = [("done", done), ("skipped", skipped), ("failed", failed)];
+    );
+    (title, text)
+}
+
+/// The message a run publishes once it has carried its plan out: done, skipped and failed per type,
+/// the failures with their reasons, and the wall time.
+pub fn ended(plan: &Plan, audit: &Audit, wall: Duration) -> Message {
+    let (title, text) = ended_in(plan, audit, wall, Form::Plain);
+    let (chat_title, chat_text) = ended_in(plan, audit, wall, Form::Markdown);
+    let totals = [
+        ("done", plan.count(Status::Done)),
+        ("skipped", plan.count(Status::Skipped)),
+        ("failed", plan.count(Status::Failed)),
+    ];
     Message {
-        chatbot: chatbot(plan, audit, &title, &text, "ended", &totals),
-        subject: title,
+        chatbot: chatbot(plan, audit, &chat_title, &chat_text, "ended", &totals),
+        subject: subject(&title),
         text,
         group: audit.run_id.clone(),
     }
@@ -431,7 +501,17 @@ mod tests {
         );
         assert_eq!(m.chatbot["version"], "1.0");
         assert_eq!(m.chatbot["source"], "custom");
-        assert_eq!(m.chatbot["content"]["description"], m.text.as_str());
+        // The description is the text, with the untrusted parts escaped for Markdown.
+        let description = m.chatbot["content"]["description"].as_str().expect("description");
+        assert!(
+            description.contains(r"failed: asg web: throttled\\u\{1b\}\[2J"),
+            "{description}"
+        );
+        assert!(description.contains(r"azevac evacuate use1\-az2 (us\-east\-1c) in us\-east\-1: ended with failures"));
+        assert_eq!(
+            m.chatbot["content"]["title"],
+            r"azevac evacuate use1\-az2 ended with failures: 1 done, 1 failed (run 1a2b3c4d)"
+        );
         assert_eq!(m.chatbot["metadata"]["threadId"], audit().run_id.as_str());
         let structured: serde_json::Value = serde_json::from_str(&m.structured()).expect("json");
         assert_eq!(structured["email"], m.text.as_str());
@@ -456,6 +536,62 @@ mod tests {
         }
         assert_eq!(dedup_id("a"), dedup_id("a"));
         assert_ne!(dedup_id("a"), dedup_id("b"));
+    }
+
+    /// Issue 36: a resource named like a Markdown link, a reason with a link and a mention, and
+    /// AWS error text with formatting reach the chat channel as text; e-mail gets them as they are.
+    #[test]
+    fn issue_36_nothing_untrusted_reaches_the_chat_as_markdown() {
+        let mut plan = plan();
+        plan.items[0].name = "[clickname](//example.com/asg)".into();
+        plan.items[0].reason = Some("ValidationError: see [docs](https://evil.example/x) **now**".into());
+        plan.problems = vec!["account 111111111111: <https://evil.example|log in>".into()];
+        let audit = Audit {
+            reason: Some("INC-36 @here [runbook](https://evil.example/run)".into()),
+            caller: "arn:aws:sts::123456789012:assumed-role/ops/@channel".into(),
+            ..audit()
+        };
+        for message in [started(&plan, &audit), ended(&plan, &audit, Duration::from_secs(3))] {
+            let chat = serde_json::to_string(&message.chatbot["content"]).expect("json");
+            for raw in [
+                "[clickname](",
+                "[docs](",
+                "**now**",
+                "[runbook](",
+                "<https",
+                "@here",
+                "@channel",
+                "https://",
+            ] {
+                assert!(!chat.contains(raw), "{raw:?} reached the chat: {chat}");
+            }
+            let description = message.chatbot["content"]["description"].as_str().expect("description");
+            assert!(
+                description.contains("reason: INC\\-36 @\u{2060}here \\[runbook\\]"),
+                "{description}"
+            );
+            assert!(
+                description.contains("&lt;https:\u{2060}//evil\\.example\\|log in&gt;"),
+                "{description}"
+            );
+            assert!(message
+                .text
+                .contains("reason: INC-36 @here [runbook](https://evil.example/run)"));
+        }
+        let end = ended(&plan, &audit, Duration::from_secs(3));
+        let description = end.chatbot["content"]["description"].as_str().expect("description");
+        assert!(
+            description.contains(r"failed: asg \[clickname\]\(//example\.com/asg\): ValidationError: see \[docs\]"),
+            "{description}"
+        );
+        assert!(end
+            .text
+            .contains("failed: asg [clickname](//example.com/asg): ValidationError"));
+        // The context is data for custom actions, kept as it is.
+        assert_eq!(
+            end.chatbot["metadata"]["additionalContext"]["reason"],
+            audit.reason.clone().unwrap_or_default().as_str()
+        );
     }
 
     #[test]

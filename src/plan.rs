@@ -528,6 +528,23 @@ mod tests {
         );
     }
 
+    /// Issue 36: a saved recover keeps its role without `--accounts` (it reaches the accounts its
+    /// records name with it), so that apply assumes, and shows, the role that was reviewed.
+    #[test]
+    fn issue_36_a_saved_request_keeps_its_role_without_accounts() {
+        let request = Request {
+            fleet: crate::model::Fleet {
+                role_name: Some("ops".into()),
+                ..crate::model::Fleet::default()
+            },
+            ..Request::default()
+        };
+        let text = serde_json::to_string(&request).expect("json");
+        assert_eq!(text, r#"{"fleet":{"role_name":"ops"}}"#);
+        assert_eq!(serde_json::from_str::<Request>(&text).expect("parse"), request);
+        assert_eq!(serde_json::to_string(&Request::default()).expect("json"), "{}");
+    }
+
     /// Where subnets lie: each in its AZ ID, all in vpc-1.
     fn sites(list: &[(&str, &str)]) -> BTreeMap<String, Site> {
         list.iter()

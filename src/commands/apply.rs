@@ -1,13 +1,15 @@
 //! `azevac apply plan.json`: run a plan reviewed in advance, exactly. The plan is made again from the
 //! same inputs and the live state; if any line would differ, nothing is changed and the differences
-//! are listed, so what runs is what was reviewed.
+//! are listed, so what runs is what was reviewed. A plan file can be edited, and its inputs decide
+//! what is done and under which identity: each is shown before the question, and a role or external
+//! ID other than the command line's is refused unless the operator accepts it explicitly.
 
 use std::io::{IsTerminal, Read};
 use std::path::Path;
 
 use serde::Deserialize;
 
-use super::Context;
+use super::{Context, EXIT_OK};
 use crate::cli;
 use crate::plan::{self, Command, Plan};
 use crate::{Error, Result};
@@ -34,9 +36,10 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
     }
     let saved = read(&args.plan)?;
     if saved.plan.region != ctx.region {
+        let region = crate::text::clean(&saved.plan.region);
         return Err(Error::BadInput(format!(
-            "{shown} is a plan for region {}, but this run is in {}: pass --region {}",
-            saved.plan.region, ctx.region, saved.plan.region
+            "{shown} is a plan for region {region}, but this run is in {}: pass --region {region}",
+            ctx.region
         )));
     }
     let request = &saved.plan.request;
@@ -46,12 +49,119 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
             "{shown}: an evacuation plan without az_id; make it again"
         )));
     }
+    // Every check the flags would have made, before the file's settings drive anything.
+    crate::engine::validate(request)?;
+    let given = args.role.fleet();
+    crate::accounts::validate_role(&given)?;
+    let other_role = if assumes_roles(&saved.plan) {
+        crate::accounts::role_difference(&request.fleet, &given, &ctx.region)
+    } else {
+        None
+    };
+    if let Some(difference) = other_role.as_ref().filter(|_| args.yes && !args.accept_plan_role) {
+        let flags = crate::accounts::role_flags(&request.fleet);
+        let same = if flags.is_empty() {
+            "apply it without role flags".to_owned()
+        } else {
+            format!("pass {flags} to apply")
+        };
+        return Err(Error::BadInput(format!(
+            "{shown}: {difference}; nothing changed: to assume the plan's, {same}, or add --accept-plan-role \
+             once you have checked that the plan should act under that identity"
+        )));
+    }
+    crate::say!("azevac: {shown} was made with these settings (a plan file can be edited: check them):");
+    for (setting, value) in settings(&saved.plan, &ctx.region) {
+        crate::say!("  {setting}: {}", crate::text::clean(&value));
+    }
+    if let Some(difference) = other_role.filter(|_| !args.accept_plan_role) {
+        let question = format!("{difference}. Act under the plan's identity?");
+        if !super::confirm(&question, false)? {
+            crate::say!("azevac: nothing changed");
+            return Ok(EXIT_OK);
+        }
+    }
     let live = ctx
         .prepare(saved.plan.command, az_id, request, args.kubeconfig.clone())
         .await?;
     matches_live(&saved.plan, &live.plan, &shown)?;
     ctx.carry_out_notifying(live, args.yes, &args.wait, &args.notify.topics)
         .await
+}
+
+/// Whether carrying the plan out can assume roles: it names accounts, or it is a recover (which
+/// reaches every account its records name).
+fn assumes_roles(plan: &Plan) -> bool {
+    !plan.request.fleet.accounts.is_empty() || plan.command == Command::Recover
+}
+
+/// Every input of the saved plan that changes what is done or under which identity, as
+/// (setting, value), defaults included: the plan file is not the operator's own words.
+fn settings(plan: &Plan, region: &str) -> Vec<(String, String)> {
+    let request = &plan.request;
+    let fleet = &request.fleet;
+    let list = |values: &[String], none: &str| {
+        if values.is_empty() {
+            none.to_owned()
+        } else {
+            values.join(", ")
+        }
+    };
+    let yes_no = |on: bool| if on { "yes" } else { "no" }.to_owned();
+    let mut out: Vec<(&str, String)> = vec![
+        (
+            "command",
+            format!(
+                "{} {} in {}",
+                match plan.command {
+                    Command::Evacuate => "evacuate",
+                    Command::Recover => "recover",
+                },
+                plan.az_id.as_deref().unwrap_or("every evacuated AZ"),
+                plan.region
+            ),
+        ),
+        ("types", list(&request.types, "every type")),
+        ("tags", list(&request.tags, "none")),
+        (
+            "name prefix",
+            request.name_prefix.clone().unwrap_or_else(|| "none".into()),
+        ),
+        ("kube contexts", list(&request.kube_contexts, "none")),
+        ("reason", request.reason.clone().unwrap_or_else(|| "none".into())),
+        ("force (past the cross-zone and headroom checks)", yes_no(request.force)),
+        ("forget missing (delete their records)", yes_no(request.forget_missing)),
+        (
+            "wait timeout",
+            request.wait_timeout_seconds.map_or_else(
+                || "the default".into(),
+                |s| humantime::format_duration(std::time::Duration::from_secs(s)).to_string(),
+            ),
+        ),
+        ("accounts", list(&fleet.accounts, "the caller's own")),
+    ];
+    if !fleet.ous.is_empty() {
+        out.push(("organizational units", list(&fleet.ous, "")));
+    }
+    if !fleet.exclude.is_empty() {
+        out.push(("excluded accounts", list(&fleet.exclude, "")));
+    }
+    if assumes_roles(plan) {
+        out.push((
+            "role assumed in each account",
+            crate::accounts::role_template(fleet, region),
+        ));
+        out.push((
+            "external ID",
+            fleet.external_id.clone().unwrap_or_else(|| "none".into()),
+        ));
+    }
+    let mut out: Vec<(String, String)> = out.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+    // Each kind's own options (`--pace`, `--expires-in`...), by the key the plan stores them under.
+    for (key, value) in &request.options {
+        out.push((format!("option {key}"), value.to_string()));
+    }
+    out
 }
 
 /// Read and check the saved plan document (a file, or stdin for `-`).
@@ -66,8 +176,10 @@ fn read(path: &Path) -> Result<Saved> {
     read.map_err(|e| Error::BadInput(format!("cannot read the plan {shown}: {e}")))?;
     let saved: Saved = serde_json::from_str(&text).map_err(|e| {
         Error::BadInput(format!(
-            "{shown} is not a saved azevac plan ({e}): save one with \
-             `azevac evacuate --az-id AZ_ID --dry-run --output json > plan.json`"
+            "{shown} is not a saved azevac plan ({}): save one with \
+             `azevac evacuate --az-id AZ_ID --dry-run --output json > plan.json`",
+            // serde quotes the file's text (an unknown value), line breaks and escapes included.
+            crate::text::clean(&e.to_string())
         ))
     })?;
     if !saved.dry_run {
@@ -94,4 +206,67 @@ fn matches_live(saved: &Plan, live: &Plan, shown: &str) -> Result<()> {
          make a new plan with --dry-run --output json and review it",
         differences.len()
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Fleet, Request};
+
+    /// Issue 36: every input that changes what is done or under which identity is listed, the
+    /// role as the template it stands for.
+    #[test]
+    fn issue_36_the_settings_shown_cover_the_request() {
+        let plan = Plan {
+            az_id: Some("use1-az2".into()),
+            region: "us-east-1".into(),
+            request: Request {
+                reason: Some("INC-36".into()),
+                force: true,
+                fleet: Fleet {
+                    accounts: vec!["111111111111".into()],
+                    role_name: Some("ops".into()),
+                    external_id: Some("ext-1".into()),
+                    ..Fleet::default()
+                },
+                options: serde_json::json!({"expires_in": "3h", "zonal_shift": true})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+                ..Request::default()
+            },
+            ..Plan::empty(Command::Evacuate)
+        };
+        let shown: Vec<String> = settings(&plan, "us-east-1")
+            .into_iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        for expected in [
+            "command: evacuate use1-az2 in us-east-1",
+            "types: every type",
+            "reason: INC-36",
+            "force (past the cross-zone and headroom checks): yes",
+            "forget missing (delete their records): no",
+            "accounts: 111111111111",
+            "role assumed in each account: arn:aws:iam::{account}:role/ops",
+            "external ID: ext-1",
+            r#"option expires_in: "3h""#,
+            "option zonal_shift: true",
+        ] {
+            assert!(shown.iter().any(|l| l == expected), "{expected:?} not in {shown:#?}");
+        }
+        // An evacuation in the caller's own account assumes no role: none is shown.
+        let own = Plan {
+            request: Request::default(),
+            ..plan.clone()
+        };
+        assert!(!settings(&own, "us-east-1").iter().any(|(k, _)| k.starts_with("role")));
+        let recover = Plan {
+            command: Command::Recover,
+            ..own
+        };
+        assert!(settings(&recover, "us-east-1")
+            .iter()
+            .any(|(k, v)| k.starts_with("role") && v == "arn:aws:iam::{account}:role/azevac"));
+    }
 }

@@ -4,7 +4,8 @@
 //!
 //! Schema (kept stable so other tools and older versions can read it): partition key `az_id` (S),
 //! sort key `resource` (S, the ARN), `resource_type` (S), `removed_subnets` (L of S), GSI
-//! `resource_type-index` (hash `resource_type`, range `az_id`). Every record write is conditional
+//! `resource_type-index` (hash `resource_type`, range `az_id`, projecting ALL: recover and status
+//! read whole records through it). Every record write is conditional
 //! on the `version` attribute. Locks live in the partition `#lock` (sort key: the record's
 //! `resource`), with no `resource_type`, so the index stays sparse and never lists them.
 //!

@@ -247,6 +247,27 @@ pub(super) fn to_item(record: &Record) -> HashMap<String, AttributeValue> {
     item
 }
 
+/// Every attribute of a record besides the keys (the table's and the type index's): what
+/// [`to_item`] writes and [`parse`] reads. The type index must project each of them, or a record
+/// read through it (recover and status across zones) would be misread for want of them.
+pub(super) const ATTRIBUTES: [&str; 15] = [
+    "removed_subnets",
+    "state",
+    "version",
+    "original_subnets",
+    "actions",
+    FORMAT_ATTR,
+    "resource_name",
+    "run_id",
+    "evacuated_by",
+    "reason",
+    "azevac_version",
+    "created_at",
+    "updated_at",
+    "account_id",
+    IDENTITY,
+];
+
 /// The attribute that says which journal format wrote the record ([`crate::action::FORMAT`];
 /// absent: format 1). A reader refuses a format newer than its own instead of misreading it.
 pub(super) const FORMAT_ATTR: &str = "format";
@@ -418,6 +439,29 @@ mod tests {
             };
             assert_eq!(parse(&to_item(&node)).expect("valid record"), node);
         }
+    }
+
+    /// Issue 36: [`ATTRIBUTES`] names every attribute a record is stored with, besides its keys,
+    /// so that the type index's projection can be checked against it.
+    #[test]
+    fn issue_36_the_attribute_list_is_what_a_record_is_stored_with() {
+        let full = Record {
+            reason: Some("INC-36".into()),
+            account_id: Some("111111111111".into()),
+            actions: vec!["a".into()],
+            identity: Some(Identity {
+                uid: "3f1e".into(),
+                instance_id: Some("i-0abc".into()),
+            }),
+            ..record()
+        };
+        let item = to_item(&full);
+        let mut stored: Vec<&str> = item.keys().map(String::as_str).collect();
+        stored.sort_unstable();
+        let mut named: Vec<&str> = [PK, SK, TYPE_ATTR].into_iter().chain(ATTRIBUTES).collect();
+        named.sort_unstable();
+        assert_eq!(stored, named);
+        assert_eq!(parse(&item).expect("valid record"), full);
     }
 
     /// Issue 32: a record of a newer journal format is refused, never misread; one without the

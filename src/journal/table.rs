@@ -187,8 +187,9 @@ impl Journal {
         Ok(true)
     }
 
-    /// Refuse a pre-existing table whose keys are not the journal's (it is someone else's table):
-    /// exit 2 with what differs, before anything is written to it.
+    /// Refuse a pre-existing table whose keys are not the journal's (it is someone else's table),
+    /// or whose type index does not carry every attribute of a record (records read through it would
+    /// be misread): exit 2 with what differs, before anything is written to it.
     pub async fn check_schema(&self) -> Result<()> {
         let out = self
             .client
@@ -206,18 +207,19 @@ impl Journal {
                     .collect()
             })
             .unwrap_or_default();
-        let index: Option<Vec<(String, String)>> = table.and_then(|t| {
+        let type_index = table.and_then(|t| {
             t.global_secondary_indexes()
                 .iter()
                 .find(|i| i.index_name() == Some(TYPE_INDEX))
-                .map(|i| {
-                    i.key_schema()
-                        .iter()
-                        .map(|k| (k.attribute_name().to_owned(), k.key_type().as_str().to_owned()))
-                        .collect()
-                })
         });
-        if let Some(what) = schema_difference(&keys, index.as_deref()) {
+        let index: Option<Vec<(String, String)>> = type_index.map(|i| {
+            i.key_schema()
+                .iter()
+                .map(|k| (k.attribute_name().to_owned(), k.key_type().as_str().to_owned()))
+                .collect()
+        });
+        let projection = type_index.and_then(|i| i.projection());
+        if let Some(what) = schema_difference(&keys, index.as_deref(), projection) {
             return Err(Error::BadInput(format!(
                 "table {:?} exists but is not an azevac journal: {what}; nothing was written to it: \
                  pass --table with another name",
@@ -265,8 +267,16 @@ impl Protection {
     }
 }
 
-/// What makes these keys not the journal's, in words; `None` when they are its keys.
-fn schema_difference(keys: &[(String, String)], index: Option<&[(String, String)]>) -> Option<String> {
+/// What makes this table not a journal, in words; `None` when it is one: its keys, its type
+/// index's keys, and what that index projects (`projection` as DescribeTable reports it). Recover
+/// and status read records through the index, so it must carry every attribute of a record: ALL,
+/// or INCLUDE naming each of them. With less (KEYS_ONLY), the records read through it would lack
+/// their subnets and state, and be misread.
+fn schema_difference(
+    keys: &[(String, String)],
+    index: Option<&[(String, String)]>,
+    projection: Option<&Projection>,
+) -> Option<String> {
     let pair = |name: &str, kind: &str| (name.to_owned(), kind.to_owned());
     let show = |keys: &[(String, String)]| {
         keys.iter()
@@ -284,13 +294,38 @@ fn schema_difference(keys: &[(String, String)], index: Option<&[(String, String)
         ));
     }
     match index {
-        None => Some(format!("it has no index {TYPE_INDEX}")),
-        Some(index) if index != index_keys => Some(format!(
-            "its index {TYPE_INDEX} has keys {}, a journal's has {}",
-            show(index),
-            show(&index_keys)
+        None => return Some(format!("it has no index {TYPE_INDEX}")),
+        Some(index) if index != index_keys => {
+            return Some(format!(
+                "its index {TYPE_INDEX} has keys {}, a journal's has {}",
+                show(index),
+                show(&index_keys)
+            ))
+        }
+        Some(_) => {}
+    }
+    let journal_projects = "a journal's projects ALL, as `azevac init` makes it";
+    match projection.and_then(|p| p.projection_type()) {
+        Some(ProjectionType::All) => None,
+        Some(ProjectionType::Include) => {
+            let included = projection.map(|p| p.non_key_attributes()).unwrap_or_default();
+            let missing: Vec<&str> = super::record::ATTRIBUTES
+                .into_iter()
+                .filter(|a| !included.iter().any(|i| i == a))
+                .collect();
+            (!missing.is_empty()).then(|| {
+                format!(
+                    "its index {TYPE_INDEX} projects INCLUDE without {} (records read through it would be \
+                     misread); {journal_projects}",
+                    missing.join(", ")
+                )
+            })
+        }
+        other => Some(format!(
+            "its index {TYPE_INDEX} projects {} (records read through it would lack their subnets and \
+             state); {journal_projects}",
+            other.map_or("nothing it reports", |p| p.as_str())
         )),
-        Some(_) => None,
     }
 }
 
@@ -309,17 +344,65 @@ mod tests {
         pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
     }
 
+    fn projection(kind: ProjectionType, attributes: &[&str]) -> Projection {
+        let mut projection = Projection::builder().projection_type(kind);
+        for attribute in attributes {
+            projection = projection.non_key_attributes(*attribute);
+        }
+        projection.build()
+    }
+
     #[test]
     fn says_what_differs_from_a_journal() {
         let good = keys(&[(PK, "HASH"), (SK, "RANGE")]);
         let index = keys(&[(TYPE_ATTR, "HASH"), (PK, "RANGE")]);
-        assert_eq!(schema_difference(&good, Some(&index)), None);
-        let other = schema_difference(&keys(&[("id", "HASH")]), Some(&index)).expect("differs");
+        let all = projection(ProjectionType::All, &[]);
+        assert_eq!(schema_difference(&good, Some(&index), Some(&all)), None);
+        let other = schema_difference(&keys(&[("id", "HASH")]), Some(&index), Some(&all)).expect("differs");
         assert!(other.contains("its keys are id (HASH)"), "{other}");
-        let no_index = schema_difference(&good, None).expect("differs");
+        let no_index = schema_difference(&good, None, None).expect("differs");
         assert!(no_index.contains("no index"), "{no_index}");
-        let wrong = schema_difference(&good, Some(&keys(&[(TYPE_ATTR, "HASH")]))).expect("differs");
+        let wrong = schema_difference(&good, Some(&keys(&[(TYPE_ATTR, "HASH")])), Some(&all)).expect("differs");
         assert!(wrong.contains("its index"), "{wrong}");
+    }
+
+    /// Issue 36: an index that projects less than a record is refused like a foreign table; ALL, or
+    /// INCLUDE of every attribute of a record, is a journal's.
+    #[test]
+    fn issue_36_a_type_index_must_project_every_attribute_of_a_record() {
+        let good = keys(&[(PK, "HASH"), (SK, "RANGE")]);
+        let index = keys(&[(TYPE_ATTR, "HASH"), (PK, "RANGE")]);
+        let differs = |projection: Option<&Projection>| schema_difference(&good, Some(&index), projection);
+
+        let keys_only = differs(Some(&projection(ProjectionType::KeysOnly, &[]))).expect("KEYS_ONLY differs");
+        assert!(
+            keys_only.contains("its index resource_type-index projects KEYS_ONLY")
+                && keys_only.contains("a journal's projects ALL"),
+            "{keys_only}"
+        );
+        let short = differs(Some(&projection(
+            ProjectionType::Include,
+            &["removed_subnets", "state"],
+        )))
+        .expect("a short INCLUDE differs");
+        assert!(
+            short.contains("projects INCLUDE without version, original_subnets"),
+            "{short}"
+        );
+        assert!(
+            !short.contains("without removed_subnets") && !short.contains(" state,"),
+            "{short}"
+        );
+        let mut every: Vec<&str> = crate::journal::record::ATTRIBUTES.to_vec();
+        every.push("someone_elses");
+        assert_eq!(differs(Some(&projection(ProjectionType::Include, &every))), None);
+        every.retain(|a| *a != "identity");
+        let one_short = differs(Some(&projection(ProjectionType::Include, &every))).expect("differs");
+        assert!(one_short.contains("without identity (records"), "{one_short}");
+        assert!(differs(None)
+            .expect("no projection")
+            .contains("projects nothing it reports"));
+        assert!(!keys_only.contains('\n') && !short.contains('\n'), "one line");
     }
 
     #[test]

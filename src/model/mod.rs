@@ -338,7 +338,9 @@ pub struct Request {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_timeout_seconds: Option<u64>,
     /// `--accounts` and how to reach them: a saved plan re-plans every account it named.
-    #[serde(default, skip_serializing_if = "Fleet::is_empty")]
+    // Kept whenever anything of it is set: a recover without `--accounts` still reaches the
+    // accounts its records name, with this role (and `apply` compares it with the command line's).
+    #[serde(default, skip_serializing_if = "Fleet::is_unset")]
     pub fleet: Fleet,
     /// Each kind's own options (`--pace`, `--failback`...), by the JSON key the kind declares: kept
     /// beside the others in a saved plan, read by the kind ([`Request::options_as`]).
@@ -374,6 +376,11 @@ impl Fleet {
     /// Whether the run stays in the caller's own account.
     pub fn is_empty(&self) -> bool {
         self.accounts.is_empty()
+    }
+
+    /// Whether nothing of it is set (accounts, OUs, exclusions, role, external ID).
+    pub fn is_unset(&self) -> bool {
+        *self == Fleet::default()
     }
 }
 

@@ -8,7 +8,6 @@ use crate::common;
 use std::collections::BTreeSet;
 
 use aws_config::SdkConfig;
-use aws_sdk_sts::config::{Credentials, SharedCredentialsProvider};
 use common::estate::{self, Spec};
 use common::proxy::{self, FailRule, Fault, Faults, KillWhen};
 use common::*;
@@ -30,29 +29,6 @@ fn member_estate() -> Spec {
         "lambda_functions": [{"name": "thumbs", "vpc": "prod", "zones": ["use1-az2", "use1-az4"]}]
     }))
     .expect("spec")
-}
-
-/// The SDK configuration of `account`, reached the way azevac reaches it: AssumeRole into its role.
-async fn in_account(operator: &SdkConfig, account: &str) -> SdkConfig {
-    let out = aws_sdk_sts::Client::new(operator)
-        .assume_role()
-        .role_arn(format!("arn:aws:iam::{account}:role/azevac"))
-        .role_session_name("seed")
-        .send()
-        .await
-        .expect("AssumeRole");
-    let c = out.credentials().expect("credentials");
-    let credentials = Credentials::new(
-        c.access_key_id(),
-        c.secret_access_key(),
-        Some(c.session_token().to_owned()),
-        None,
-        "seed",
-    );
-    operator
-        .to_builder()
-        .credentials_provider(SharedCredentialsProvider::new(credentials))
-        .build()
 }
 
 /// Seed each account's estate; returns each account's SDK configuration and live estate.

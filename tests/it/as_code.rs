@@ -200,6 +200,126 @@ async fn issue_13_the_journal_is_protected_and_a_foreign_table_is_refused() {
     assert!(!quiet.stderr.contains("warning"), "{}", quiet.stderr);
 }
 
+/// Issue 36: a table with the journal's keys whose type index projects less than a record
+/// (KEYS_ONLY, or INCLUDE without some of the attributes azevac reads through it) is refused like a
+/// foreign table by status, recover and evacuate: exit 2, one line that says what differs, and
+/// nothing written to it (before: status passed, and records were written and then misread).
+/// INCLUDE of every attribute is a journal's index.
+#[tokio::test]
+async fn issue_36_a_journal_whose_type_index_projects_too_little_is_refused() {
+    use aws_sdk_dynamodb::types::{
+        AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
+        ScalarAttributeType,
+    };
+    /// Every attribute of a record besides its keys (src/journal/record.rs ATTRIBUTES), and one of
+    /// someone else's.
+    const EVERY: [&str; 16] = [
+        "removed_subnets",
+        "state",
+        "version",
+        "original_subnets",
+        "actions",
+        "format",
+        "resource_name",
+        "run_id",
+        "evacuated_by",
+        "reason",
+        "azevac_version",
+        "created_at",
+        "updated_at",
+        "account_id",
+        "identity",
+        "team",
+    ];
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    let client = aws_sdk_dynamodb::Client::new(&sdk);
+    let key = |name: &str, kind: KeyType| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(kind)
+            .build()
+            .expect("key")
+    };
+    let attribute = |name: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+            .expect("attribute")
+    };
+    let create = |name: &'static str, kind: ProjectionType, included: &'static [&'static str]| {
+        let mut projection = Projection::builder().projection_type(kind);
+        for attribute in included {
+            projection = projection.non_key_attributes(*attribute);
+        }
+        let index = GlobalSecondaryIndex::builder()
+            .index_name(TYPE_INDEX)
+            .key_schema(key(TYPE_ATTR, KeyType::Hash))
+            .key_schema(key(PK, KeyType::Range))
+            .projection(projection.build())
+            .build()
+            .expect("index");
+        client
+            .create_table()
+            .table_name(name)
+            .billing_mode(BillingMode::PayPerRequest)
+            .attribute_definitions(attribute(PK))
+            .attribute_definitions(attribute(SK))
+            .attribute_definitions(attribute(TYPE_ATTR))
+            .key_schema(key(PK, KeyType::Hash))
+            .key_schema(key(SK, KeyType::Range))
+            .global_secondary_indexes(index)
+            .send()
+    };
+    common::estate::seed(&sdk, &common::estate::groups_in_two_zones("10.91.0.0/16", &["web"])).await;
+    let groups = common::live_groups(&sdk).await;
+    create("keys-only", ProjectionType::KeysOnly, &[])
+        .await
+        .expect("KEYS_ONLY table");
+    create("short-include", ProjectionType::Include, &["removed_subnets", "state"])
+        .await
+        .expect("INCLUDE table");
+    for (table, says) in [
+        ("keys-only", "its index resource_type-index projects KEYS_ONLY"),
+        (
+            "short-include",
+            "its index resource_type-index projects INCLUDE without version, original_subnets",
+        ),
+    ] {
+        for args in [
+            &["--table", table, "status"][..],
+            &["--table", table, "recover", "--yes"],
+            &["--table", table, "evacuate", "--az-id", "use1-az2", "--yes"],
+        ] {
+            let run = azevac(&moto, args).expect_code(2);
+            let lines: Vec<&str> = run.stderr.lines().collect();
+            assert_eq!(lines.len(), 1, "one line: {}", run.stderr);
+            assert!(
+                lines[0].contains(&format!(
+                    "table \"{table}\" exists but is not an azevac journal: {says}"
+                )),
+                "{args:?}: {}",
+                run.stderr
+            );
+            assert!(
+                lines[0].contains("a journal's projects ALL") && lines[0].contains("pass --table with another name"),
+                "says what to do: {}",
+                run.stderr
+            );
+        }
+        let scan = client.scan().table_name(table).send().await.expect("scan");
+        assert_eq!(scan.count(), 0, "nothing written to {table}");
+    }
+    assert_eq!(common::live_groups(&sdk).await, groups, "nothing changed");
+
+    // INCLUDE of every attribute of a record (and more) is a journal's index.
+    create("full-include", ProjectionType::Include, &EVERY)
+        .await
+        .expect("INCLUDE table");
+    azevac(&moto, &["--table", "full-include", "status"]).expect_code(0);
+}
+
 #[test]
 fn completions_and_the_man_page_come_from_the_clap_definitions() {
     let run = |args: &[&str]| {

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use azevac::notify::parse_topic_arn;
+use azevac::text::markdown;
 use common::estate::{self, Spec};
+use common::proxy::{FailRule, Fault, Faults, Proxy};
 use common::{azevac, azevac_at, live_groups, Moto, ZONE};
 use proptest::prelude::*;
 
@@ -125,8 +127,14 @@ fn check_pair(messages: &[(String, serde_json::Value)], command: &str, run: &str
         let text = message["content"]["description"].as_str().expect("description");
         assert!(text.contains(&format!("run: {run}\n")), "{text}");
         assert!(text.contains("caller: arn:aws:sts::"), "{text}");
+        // The zone and region come from AWS: escaped for the Markdown the chat renders.
         assert!(
-            text.contains(&format!("azevac {command} {ZONE} (us-east-1c) in us-east-1:")),
+            text.contains(&format!(
+                "azevac {command} {} ({}) in {}:",
+                markdown(ZONE),
+                markdown("us-east-1c"),
+                markdown("us-east-1")
+            )),
             "{text}"
         );
     }
@@ -183,7 +191,7 @@ async fn evacuate_and_recover_tell_the_topic_when_they_start_and_end() {
     check_pair(&messages, "evacuate", &run, 2);
     for (_, message) in &messages {
         let text = message["content"]["description"].as_str().expect("description");
-        assert!(text.contains("reason: INC-19 zone down\n"), "{text}");
+        assert!(text.contains("reason: INC\\-19 zone down\n"), "{text}");
         assert_eq!(message["metadata"]["additionalContext"]["reason"], "INC-19 zone down");
     }
 
@@ -216,6 +224,91 @@ async fn a_topic_that_does_not_exist_is_a_warning_and_the_evacuation_goes_on() {
     let gone = seeded.subnet("main", ZONE);
     let groups = live_groups(&sdk).await;
     assert!(groups.values().all(|subnets| !subnets.contains(&gone)), "{groups:?}");
+}
+
+/// Issue 36: the Chatbot notification is rendered as Markdown in the incident channel. An Auto
+/// Scaling group named like a link, a `--reason` with a link, formatting and a mention, and AWS
+/// error text with the same, all reach it as text: escaped, never a clickable link, a mention or
+/// formatting.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue_36_names_reasons_and_aws_errors_reach_the_chat_as_text() {
+    const CLICKNAME: &str = "[clickname](//example.com/asg)";
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    estate::seed(&sdk, &estate::groups_in_two_zones("10.72.0.0/16", &["web", CLICKNAME])).await;
+    let topic = topic_with_queue(&moto, &sdk, "incidents-36").await;
+    // AWS refuses the change of that group with a message that carries Markdown of its own.
+    let proxy = Proxy::start(&moto.endpoint);
+    proxy.set(Faults {
+        rules: vec![FailRule {
+            label: "autoscaling:UpdateAutoScalingGroup".into(),
+            body_contains: "clickname".into(),
+            fault: Fault::Refuse {
+                code: "ValidationError",
+                message:
+                    "**Denied**: see [the docs](https://evil.example/fix) or <https://evil.example|log in> @channel",
+            },
+        }],
+        ..Faults::default()
+    });
+    let reason = "INC-36 [runbook](https://evil.example/run) **now** @here";
+    let run = azevac_at(
+        &proxy.endpoint,
+        &[
+            "evacuate", "--az-id", ZONE, "--yes", "--reason", reason, "--notify", &topic,
+        ],
+        &[],
+    )
+    .expect_code(1);
+    assert!(!run.stderr.contains("could not notify"), "{}", run.stderr);
+
+    let messages = received(&moto, "incidents-36");
+    assert_eq!(messages.len(), 2, "{messages:#?}");
+    for (_, message) in &messages {
+        assert_eq!(message["content"]["textType"], "client-markdown");
+        // Everything Chatbot renders: the title and the description.
+        let rendered = serde_json::to_string(&message["content"]).expect("json");
+        for raw in [
+            "[clickname](",
+            "[runbook](",
+            "[the docs](",
+            "**now**",
+            "**Denied**",
+            "<https",
+            "https://",
+            "@here",
+            "@channel",
+        ] {
+            assert!(
+                !rendered.contains(raw),
+                "{raw:?} reached the chat unescaped: {rendered}"
+            );
+        }
+        let text = message["content"]["description"].as_str().expect("description");
+        assert!(
+            text.contains("reason: INC\\-36 \\[runbook\\]\\(https:\u{2060}//evil\\.example/run\\) \\*\\*now\\*\\* @\u{2060}here\n"),
+            "{text}"
+        );
+        // Custom actions get the reason as given.
+        assert_eq!(message["metadata"]["additionalContext"]["reason"], reason);
+    }
+    let end = messages[1].1["content"]["description"].as_str().expect("description");
+    let failed = end
+        .lines()
+        .find(|l| l.starts_with("failed: asg "))
+        .unwrap_or_else(|| panic!("no failed line: {end}"));
+    assert!(
+        failed.starts_with(r"failed: asg \[clickname\]\(//example\.com/asg\): "),
+        "{failed}"
+    );
+    assert!(
+        failed.contains(r"\*\*Denied\*\*"),
+        "the AWS error text is escaped too: {failed}"
+    );
+    assert!(
+        failed.contains("&lt;https:\u{2060}//evil\\.example\\|log in&gt; @\u{2060}channel"),
+        "{failed}"
+    );
 }
 
 #[test]

@@ -46,6 +46,31 @@ pub async fn sdk_at(endpoint: &str) -> SdkConfig {
         .await
 }
 
+/// The SDK configuration of `account` in moto, reached the way azevac reaches it: AssumeRole into
+/// its azevac role (moto serves every account on one server, in the account the role's ARN names).
+pub async fn in_account(operator: &SdkConfig, account: &str) -> SdkConfig {
+    use aws_sdk_sts::config::{Credentials, SharedCredentialsProvider};
+    let out = aws_sdk_sts::Client::new(operator)
+        .assume_role()
+        .role_arn(format!("arn:aws:iam::{account}:role/azevac"))
+        .role_session_name("seed")
+        .send()
+        .await
+        .expect("AssumeRole");
+    let c = out.credentials().expect("credentials");
+    let credentials = Credentials::new(
+        c.access_key_id(),
+        c.secret_access_key(),
+        Some(c.session_token().to_owned()),
+        None,
+        "seed",
+    );
+    operator
+        .to_builder()
+        .credentials_provider(SharedCredentialsProvider::new(credentials))
+        .build()
+}
+
 /// What a run of the binary did.
 #[derive(Debug)]
 pub struct Run {

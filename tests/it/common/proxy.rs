@@ -65,6 +65,14 @@ pub enum Fault {
     /// endpoint that drops its connections (a dispatch failure, where [`Fault::Drop`]'s empty 502
     /// is an answer).
     Close,
+    /// A refusal (HTTP 400) in the service's words, with this code and message: the text AWS
+    /// echoes back from a request (a name, a value) is text azevac did not write.
+    Refuse {
+        /// The error code, e.g. `ValidationError`.
+        code: &'static str,
+        /// The message, as AWS would word it.
+        message: &'static str,
+    },
 }
 
 /// A call that always fails: matched by its label (`service:Action`) and a substring of its body.
@@ -655,8 +663,16 @@ fn error_response(service: &str, fault: Fault) -> Response<Body> {
         (Fault::AccessDenied, "ec2") => (403, "UnauthorizedOperation"),
         (Fault::AccessDenied, "dynamodb" | "ecs") => (400, "AccessDeniedException"),
         (Fault::AccessDenied, _) => (403, "AccessDenied"),
+        (Fault::Refuse { code, .. }, _) => (400, code),
     };
-    let message = "injected by the azevac test proxy";
+    let message = match fault {
+        Fault::Refuse { message, .. } => message,
+        _ => "injected by the azevac test proxy",
+    };
+    // As the wire format writes text: the message may hold <, & or a quote.
+    let json_message = serde_json::to_string(message).expect("a string");
+    let xml_message = message.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let message = xml_message.as_str();
     let (content_type, body) = match service {
         "ec2" => (
             "text/xml",
@@ -668,7 +684,7 @@ fn error_response(service: &str, fault: Fault) -> Response<Body> {
             format!("<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error><RequestId>proxy</RequestId></ErrorResponse>"),
         ),
         "elasticache" => ("text/xml", super::query::error_xml(code, message)),
-        _ => ("application/x-amz-json-1.0", format!(r#"{{"__type":"{code}","message":"{message}"}}"#)),
+        _ => ("application/x-amz-json-1.0", format!(r#"{{"__type":"{code}","message":{json_message}}}"#)),
     };
     Response::builder()
         .status(status)
