@@ -31,8 +31,8 @@ pub enum Error {
 
     /// The journal table is not there, so nothing can be recovered or reported from it.
     #[error(
-        "journal table {table:?} does not exist in {region}: create it with `azevac init --table {table}`, \
-         or pass the --table and --region it was created with"
+        "journal table {table:?} does not exist in {region}: create it with `azevac init --table {table}` \
+         (under the admin policy, fixtures/iam-admin-policy.json), or pass the --table and --region it was created with"
     )]
     TableMissing {
         /// The table name that was looked for.

@@ -137,7 +137,10 @@ async fn subnets(ctx: &Context) -> Check {
 async fn journal(ctx: &Context) -> Vec<Check> {
     const NAME: &str = "journal table";
     let table = ctx.journal.table();
-    let init = format!("run `azevac init --table {table}` (in {})", ctx.region);
+    let init = format!(
+        "run `azevac init --table {table}` (in {}, under the admin policy: fixtures/iam-admin-policy.json)",
+        ctx.region
+    );
     match ctx.journal.check_schema().await {
         Ok(()) => {}
         Err(Error::TableMissing { .. }) => {

@@ -260,7 +260,7 @@ impl Protection {
         (!missing.is_empty()).then(|| {
             format!(
                 "journal table {table} has no {}: a deleted or damaged table would lose every record; \
-                 run `azevac init --table {table}` to turn it on",
+                 run `azevac init --table {table}` (under the admin policy) to turn it on",
                 missing.join(" and no ")
             )
         })

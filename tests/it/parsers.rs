@@ -299,7 +299,9 @@ proptest! {
     }
 
     /// A plan document, whole, cut, spliced or foreign: it parses into a plan that round-trips, or
-    /// is refused in one line with the line and column where it went wrong.
+    /// is refused in one line with the line and column where it went wrong. The line is the parser's
+    /// message as `apply` shows it (escaped: the parser quotes what it could not read, line breaks
+    /// and all).
     #[test]
     fn plan_documents_parse_or_say_why(
         cut in any::<proptest::sample::Index>(),
@@ -317,7 +319,7 @@ proptest! {
             match serde_json::from_str::<Plan>(&text) {
                 Ok(plan) => round_trips_plan(&plan)?,
                 Err(e) => {
-                    let message = e.to_string();
+                    let message = azevac::text::clean(&e.to_string());
                     prop_assert!(!message.contains('\n'), "{message:?}");
                     let lines: Vec<&str> = text.split('\n').collect();
                     prop_assert!(
