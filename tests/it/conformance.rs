@@ -1354,6 +1354,11 @@ async fn sweep(kind: Kind, phase: Phase) -> Tally {
         }
         tally.tried += 1;
         world.disarm();
+        // Calls the killed run had already sent still reach the service, as they would AWS's: the
+        // operator's recover comes after them. (One that races them refuses the line it lost and asks
+        // for a re-run, which tests/it/interleave.rs proves; here it would only make recover #1's exit
+        // code depend on the machine's load.)
+        assert!(world.proxy.wait_quiet(HOLD_WAIT), "{point}: the killed run's calls never ended");
         let (mut problems, runs) = world.recover_fully().await;
         tally.second_recovers += usize::from(runs > 1);
         problems.extend(world.off(&start.original).await);
