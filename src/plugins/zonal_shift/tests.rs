@@ -431,6 +431,51 @@ mod sdk {
         );
     }
 
+    /// Issue 33: an extension sends the new `expiresIn` and the comment with the run ID (ARC
+    /// overwrites the comment); a shift no longer active is a failure, never a silent success.
+    #[tokio::test]
+    async fn issue_33_a_shift_is_extended_with_its_comment_and_an_ended_one_is_not() {
+        use aws_sdk_arczonalshift::operation::update_zonal_shift::{UpdateZonalShiftError, UpdateZonalShiftOutput};
+        let update = mock!(aws_sdk_arczonalshift::Client::update_zonal_shift)
+            .match_requests(|r| {
+                r.zonal_shift_id() == Some("s-42")
+                    && r.expires_in() == Some("4h")
+                    && r.comment() == Some("azevac run r2: INC-7")
+            })
+            .then_output(|| {
+                UpdateZonalShiftOutput::builder()
+                    .zonal_shift_id("s-42")
+                    .resource_identifier(LB)
+                    .away_from("use1-az2")
+                    .expiry_time(DateTime::from_secs(2_000_000_000))
+                    .start_time(DateTime::from_secs(0))
+                    .status(ZonalShiftStatus::Active)
+                    .comment("azevac run r2: INC-7")
+                    .build()
+                    .expect("output")
+            });
+        let ended = mock!(aws_sdk_arczonalshift::Client::update_zonal_shift)
+            .match_requests(|r| r.zonal_shift_id() == Some("s-old"))
+            .then_error(|| {
+                UpdateZonalShiftError::ConflictException(
+                    ConflictException::builder()
+                        .message("not active")
+                        .reason(ConflictExceptionReason::ZonalShiftStatusNotActive)
+                        .build()
+                        .expect("error"),
+                )
+            });
+        let client = mock_client!(aws_sdk_arczonalshift, RuleMode::MatchAny, [&update, &ended]);
+        let shifts = Shifts::from_client(client);
+        let until = shifts
+            .extend("s-42", "4h", &comment("r2", Some("INC-7")))
+            .await
+            .expect("extended");
+        assert_eq!(until, 2_000_000_000);
+        let err = shifts.extend("s-old", "4h", "c").await.expect_err("not active");
+        assert!(crate::error::describe(&err).contains("UpdateZonalShift"), "{err}");
+    }
+
     #[tokio::test]
     async fn cancelling_an_ended_shift_is_done_but_other_errors_are_not() {
         let ended = mock!(aws_sdk_arczonalshift::Client::cancel_zonal_shift)
@@ -485,4 +530,62 @@ mod sdk {
             .expect_err("another conflict is a failure");
         assert!(crate::error::describe(&err).contains("CancelZonalShift"), "{err}");
     }
+}
+
+/// Issue 33: what `status` and `doctor` say of the shift a record names, from what ARC lists.
+#[test]
+fn issue_33_a_shift_is_active_until_it_ends_and_reported_once_it_has() {
+    use super::client::Known;
+    use super::expiry::{standing, Standing};
+    let started = encode(&[Action::Started { id: "s-9".into() }]);
+    let ours = record(&[started[0].as_str()], "run-1");
+    let now = 1_900_000_000;
+    let known = |status: &str, expires_at: i64| {
+        BTreeMap::from([(
+            "s-9".to_owned(),
+            Known {
+                status: status.into(),
+                expires_at,
+            },
+        )])
+    };
+    let far = standing(&ours, &known("ACTIVE", now + 7200), now, 3600).expect("readable");
+    assert_eq!((far.standing, far.seconds_left), (Standing::Active, Some(7200)));
+    assert!(far.warning.is_none() && !far.expiring(3600) && far.expiring(7200));
+    let soon = standing(&ours, &known("ACTIVE", now + 1800), now, 3600).expect("readable");
+    assert!(soon.warning.unwrap_or_default().contains("ends in 30m"));
+    for (status, at, was) in [
+        ("EXPIRED", now - 60, Standing::Expired),
+        // Past its end but not yet swept by ARC: over all the same.
+        ("ACTIVE", now - 1, Standing::Expired),
+        ("CANCELED", now + 60, Standing::Cancelled),
+    ] {
+        let over = standing(&ours, &known(status, at), now, 3600).expect("readable");
+        assert_eq!(over.standing, was, "{status}");
+        assert!(over.expiring(0));
+        assert!(over.warning.unwrap_or_default().contains("journal says evacuated"));
+    }
+    let gone = standing(&ours, &BTreeMap::new(), now, 3600).expect("readable");
+    assert_eq!(gone.standing, Standing::Gone);
+    // Written ahead only: the shift is found by the run ID when recovered; nothing to say yet.
+    let ahead = record(&[], "run-2");
+    assert_eq!(
+        standing(&ahead, &BTreeMap::new(), now, 3600)
+            .expect("readable")
+            .standing,
+        Standing::Unconfirmed
+    );
+    // Another account's record is not looked at with this account's credentials.
+    let mut elsewhere = ours.clone();
+    elsewhere.account_id = Some("210987654321".into());
+    let not_checked = standing(&elsewhere, &BTreeMap::new(), now, 3600).expect("readable");
+    assert!(not_checked.standing == Standing::NotChecked && !not_checked.expiring(i64::MAX));
+    // An action this version cannot read is an error, never a guess.
+    assert!(standing(
+        &record(&[r#"{"started":{"arn":"x"}}"#], "run-1"),
+        &BTreeMap::new(),
+        now,
+        3600
+    )
+    .is_err());
 }
