@@ -193,7 +193,7 @@ pub fn evacuation(
                 let ends = ends.map(|t| format!(", ends {t}")).unwrap_or_default();
                 item.skip(if renewal.only {
                     format!(
-                        "zonal shift {id} away from {}{ends}: no later than --expires-in {expires_in} from now would end it, nothing to extend",
+                        "zonal shift {id} away from {}{ends}, no earlier than --expires-in {expires_in} from now: nothing to extend",
                         active.away_from
                     )
                 } else {
