@@ -163,6 +163,7 @@ impl Command {
             Command::Shift(Shift::Start(args)) => Some(&args.az_id),
             Command::Shift(Shift::List(args)) => args.az_id.as_deref(),
             Command::Shift(Shift::Cancel(args)) => args.az_id.as_deref(),
+            Command::Shift(Shift::Extend(args)) => args.az_id.as_deref(),
             Command::Doctor(args) => args.az_id.as_deref(),
             Command::Exposure(args) => Some(&args.az_id),
             _ => None,
@@ -376,6 +377,9 @@ pub enum Shift {
     List(ShiftList),
     /// Cancel the zonal shifts azevac started (and clear their journal records).
     Cancel(ShiftCancel),
+    /// Give the zonal shifts azevac started and that are still active a new expiry, `--expires-in`
+    /// from now (journalled); never another party's shift, an autoshift or a practice run.
+    Extend(ShiftExtend),
 }
 
 /// `azevac shift start`.
@@ -438,6 +442,7 @@ impl ShiftStart {
             options: crate::plugins::to_options(&Options {
                 zonal_shift: true,
                 expires_in: Some(self.expiry.expires_in.clone()),
+                extend: false,
             }),
             ..Request::default()
         }
@@ -461,6 +466,36 @@ pub struct ShiftCancel {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub confirm: Confirm,
+}
+
+/// `azevac shift extend`.
+#[derive(Debug, Args)]
+pub struct ShiftExtend {
+    /// Only azevac's shifts away from this AZ ID (default: the zone azevac's shifts are away from).
+    #[arg(long, value_name = "AZ_ID")]
+    pub az_id: Option<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub expiry: crate::plugins::zonal_shift::flags::Expiry,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub confirm: Confirm,
+}
+
+impl ShiftExtend {
+    /// The evacuation this is: azevac's zonal shifts in force, extended, nothing started.
+    pub fn request(&self) -> Request {
+        use crate::plugins::zonal_shift::{flags::Options, TYPE};
+        Request {
+            types: vec![TYPE.to_owned()],
+            options: crate::plugins::to_options(&Options {
+                zonal_shift: true,
+                expires_in: Some(self.expiry.expires_in.clone()),
+                extend: true,
+            }),
+            ..Request::default()
+        }
+    }
 }
 
 impl ShiftCancel {
@@ -579,6 +614,10 @@ pub struct Status {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub accounts: Accounts,
+    /// Exit 3 when a zonal shift azevac started ends within DURATION (minutes or hours, e.g. 1h),
+    /// or has already ended while its journal record says evacuated (for a monitor or a cron job).
+    #[arg(long, value_name = "DURATION", value_parser = crate::plugins::zonal_shift::expires_in_seconds)]
+    pub fail_if_expiring: Option<i64>,
 }
 
 /// `azevac exposure`.

@@ -11,6 +11,7 @@ use crate::journal::Lock;
 use crate::model::Output;
 use crate::model::{Finding, Record};
 use crate::plan::{Command, Plan, Status};
+use crate::plugins::zonal_shift::expiry::ShiftExpiry;
 
 /// Whether a plan is printed before (or instead of) execution, or as the result of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +49,8 @@ struct Document<'a> {
 #[derive(Serialize, schemars::JsonSchema)]
 struct StatusDocument<'a> {
     records: &'a [Record],
+    /// The zonal shifts azevac's records name, with when each ends.
+    zonal_shifts: &'a [ShiftExpiry],
     locks: Vec<LiveLock<'a>>,
     problems: &'a [String],
 }
@@ -392,7 +395,7 @@ fn status_word(status: Status) -> &'static str {
 }
 
 /// Print the journal's records (`azevac status`), marking those another run is changing now.
-pub fn print_status(records: &[Record], locks: &[Lock], problems: &[String], output: Output) {
+pub fn print_status(records: &[Record], shifts: &[ShiftExpiry], locks: &[Lock], problems: &[String], output: Output) {
     if output == Output::Json {
         let live: Vec<LiveLock<'_>> = locks
             .iter()
@@ -406,6 +409,7 @@ pub fn print_status(records: &[Record], locks: &[Lock], problems: &[String], out
             .collect();
         let document = StatusDocument {
             records,
+            zonal_shifts: shifts,
             locks: live,
             problems,
         };
@@ -450,8 +454,43 @@ pub fn print_status(records: &[Record], locks: &[Lock], problems: &[String], out
         println!("{}", table.trim_fmt());
         println!("{} journal records", records.len());
     }
+    print_shift_expiries(shifts);
     for problem in problems {
         println!("problem: {}", clean(problem));
+    }
+}
+
+/// The zonal shifts azevac's records name: when each ends, and a warning for each that ends soon
+/// or is already over.
+fn print_shift_expiries(shifts: &[ShiftExpiry]) {
+    if shifts.is_empty() {
+        return;
+    }
+    let mut table = Table::new();
+    table
+        .load_style(NOTHING)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(["ZONAL SHIFT", "NAME", "AWAY FROM", "STANDING", "ENDS"]);
+    for s in shifts {
+        let standing = serde_json::to_value(s.standing)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        table.add_row(
+            [
+                s.zonal_shift_id.clone().unwrap_or_else(|| "-".into()),
+                s.name.clone(),
+                s.az_id.clone(),
+                standing.replace('_', " "),
+                s.expires_at.clone().unwrap_or_else(|| "-".into()),
+            ]
+            .map(|cell| clean(&cell)),
+        );
+    }
+    println!();
+    println!("{}", table.trim_fmt());
+    for warning in shifts.iter().filter_map(|s| s.warning.as_deref()) {
+        println!("warning: {}", clean(warning));
     }
 }
 

@@ -54,6 +54,7 @@ pub async fn run(ctx: &Context, args: &cli::Doctor) -> Result<i32> {
         checks.extend(zones(ctx, args.az_id.as_deref()).await);
         checks.push(subnets(ctx).await);
         checks.extend(journal(ctx).await);
+        checks.extend(shift_expiries(ctx).await);
         checks.extend(types(ctx, args).await);
     }
     crate::report::print_checks(&checks, ctx.output);
@@ -183,6 +184,82 @@ async fn journal(ctx: &Context) -> Vec<Check> {
         .map(|locks| format!("answered ({} locks)", locks.len()));
     checks.push(Check::read("journal read", "dynamodb:Query", read));
     checks
+}
+
+/// The zonal shifts azevac's journal holds: none over while the journal says evacuated (a fail:
+/// traffic is back in the zone), none ending within the hour (a warning). No records: no line.
+async fn shift_expiries(ctx: &Context) -> Option<Check> {
+    use crate::plugins::zonal_shift::expiry::{self, Standing};
+    use crate::plugins::zonal_shift::{RENEW_WITHIN, TYPE};
+    const NAME: &str = "zonal shifts";
+    // A journal that cannot be read is the journal check's line, not this one's.
+    let records: Vec<_> = ctx
+        .journal
+        .of_type(TYPE, None)
+        .await
+        .ok()?
+        .into_iter()
+        .flatten()
+        .collect();
+    if records.is_empty() {
+        return None;
+    }
+    let shifts: Vec<_> = match expiry::of(&ctx.sdk, &records, RENEW_WITHIN).await {
+        Ok(shifts) => shifts.into_iter().flatten().collect(),
+        Err(e) => return Some(Check::failed_call(NAME, "arc-zonal-shift:ListZonalShifts", &e)),
+    };
+    let said = |s: &expiry::ShiftExpiry, what: &str| {
+        format!(
+            "{} of {} away from {} {what}",
+            s.zonal_shift_id.as_deref().unwrap_or_default(),
+            s.name,
+            s.az_id
+        )
+    };
+    let over: Vec<String> = shifts
+        .iter()
+        .filter_map(|s| match s.standing {
+            Standing::Expired => Some(said(
+                s,
+                &format!("expired at {}", s.expires_at.as_deref().unwrap_or_default()),
+            )),
+            Standing::Cancelled => Some(said(s, "was cancelled outside azevac")),
+            Standing::Gone => Some(said(s, "is no longer listed by ARC")),
+            _ => None,
+        })
+        .collect();
+    if !over.is_empty() {
+        return Some(Check::fail(
+            NAME,
+            format!(
+                "{}: traffic flows into the zone again although the journal says evacuated",
+                over.join("; ")
+            ),
+            "`azevac shift start --az-id AZ_ID` shifts it away again; `azevac recover --type zonal-shift` \
+             clears the records once the zone is healthy",
+        ));
+    }
+    let soon: Vec<String> = shifts
+        .iter()
+        .filter(|s| s.standing == Standing::Active && s.expiring(RENEW_WITHIN))
+        .map(|s| said(s, &format!("ends at {}", s.expires_at.as_deref().unwrap_or_default())))
+        .collect();
+    if !soon.is_empty() {
+        return Some(Check::warn(
+            NAME,
+            format!("{}: within the hour", soon.join("; ")),
+            "`azevac shift extend` keeps traffic away from the zone",
+        ));
+    }
+    let first = shifts.iter().filter_map(|s| s.expires_at.as_deref()).min();
+    Some(Check::ok(
+        NAME,
+        format!(
+            "{} of azevac's journalled{}",
+            shifts.len(),
+            first.map(|t| format!(", the first ends at {t}")).unwrap_or_default()
+        ),
+    ))
 }
 
 /// Each registered type's own read checks (its plugin built as a run would build it).

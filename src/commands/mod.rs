@@ -31,7 +31,8 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED: i32 = 1;
 /// Exit code: bad input or environment; nothing was changed.
 pub const EXIT_BAD_INPUT: i32 = 2;
-/// Exit code of `exposure --fail-if-exposed`: something azevac can move is still in the zone.
+/// Exit code of `exposure --fail-if-exposed` (something azevac can move is still in the zone) and
+/// of `status --fail-if-expiring` (a zonal shift azevac started ends soon, or already ended).
 pub const EXIT_EXPOSED: i32 = 3;
 
 /// What every command works with: one SDK configuration, the journal, the output choices.

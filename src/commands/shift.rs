@@ -1,13 +1,14 @@
-//! `azevac shift start|list|cancel`: the zonal-shift part of an evacuation on its own, for when the
-//! data plane has to move before anyone decides about capacity. Start and cancel are evacuate and
-//! recover narrowed to that type (the request comes from the flags), so they journal and order
-//! exactly the same way.
+//! `azevac shift start|list|cancel|extend`: the zonal-shift part of an evacuation on its own, for
+//! when the data plane has to move before anyone decides about capacity. Start and extend are
+//! evacuate narrowed to that type, cancel is recover narrowed to it (the request comes from the
+//! flags), so they journal and order exactly the same way.
 
 use super::{Context, EXIT_OK};
 use crate::cli;
 use crate::model::Command;
+use crate::plugins::zonal_shift::TYPE;
 use crate::topology::Zones;
-use crate::Result;
+use crate::{Error, Result};
 
 /// Run `azevac shift ...`; returns the exit code.
 pub async fn run(ctx: &Context, command: &cli::Shift) -> Result<i32> {
@@ -23,6 +24,15 @@ pub async fn run(ctx: &Context, command: &cli::Shift) -> Result<i32> {
             &args.confirm,
         ),
         cli::Shift::Cancel(args) => (Command::Recover, args.az_id.as_deref(), args.request(), &args.confirm),
+        cli::Shift::Extend(args) => match extended_zone(ctx, args.az_id.as_deref()).await? {
+            Some(az_id) => {
+                return extend(ctx, &az_id, &args.request(), &args.confirm, &no_wait).await;
+            }
+            None => {
+                println!("nothing to do: the journal holds no zonal shift of azevac's");
+                return Ok(EXIT_OK);
+            }
+        },
         cli::Shift::List(args) => return list(ctx, args.az_id.as_deref()).await,
     };
     let prepared = ctx.prepare(command, az_id, &request, None).await?;
@@ -30,6 +40,43 @@ pub async fn run(ctx: &Context, command: &cli::Shift) -> Result<i32> {
         return Ok(ctx.print_only(prepared, true));
     }
     ctx.carry_out(prepared, confirm.yes, &no_wait).await
+}
+
+/// `shift extend`: an evacuation of the zone narrowed to azevac's shifts in force.
+async fn extend(
+    ctx: &Context,
+    az_id: &str,
+    request: &crate::model::Request,
+    confirm: &cli::Confirm,
+    no_wait: &cli::Wait,
+) -> Result<i32> {
+    let prepared = ctx.prepare(Command::Evacuate, Some(az_id), request, None).await?;
+    if confirm.dry_run {
+        return Ok(ctx.print_only(prepared, true));
+    }
+    ctx.carry_out(prepared, confirm.yes, no_wait).await
+}
+
+/// The zone whose shifts `shift extend` extends: `--az-id`, or the one zone the journal's shift
+/// records are in (`None`: there are none). Records in several zones need `--az-id`: extending
+/// two zones' shifts at once is not something to do on a guess.
+async fn extended_zone(ctx: &Context, az_id: Option<&str>) -> Result<Option<String>> {
+    if let Some(az_id) = az_id {
+        return Ok(Some(az_id.to_owned()));
+    }
+    let zones: std::collections::BTreeSet<String> = match ctx.journal.of_type(TYPE, None).await {
+        Ok(entries) => entries.into_iter().flatten().map(|r| r.az_id).collect(),
+        Err(Error::TableMissing { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match zones.len() {
+        0 => Ok(None),
+        1 => Ok(zones.into_iter().next()),
+        _ => Err(Error::BadInput(format!(
+            "azevac's zonal shifts are away from several zones ({}): name one with --az-id",
+            crate::text::clean(&zones.into_iter().collect::<Vec<_>>().join(", "))
+        ))),
+    }
 }
 
 /// Every active shift (optionally away from one zone), marking the ones azevac's journal holds.

@@ -1,7 +1,9 @@
-//! `azevac status`: what the journal says is evacuated now, and by whom.
+//! `azevac status`: what the journal says is evacuated now, and by whom; and, for the zonal shifts
+//! azevac started, when each ends (ARC lets a shift expire while the journal still says evacuated).
 
-use super::{Context, EXIT_OK};
+use super::{Context, EXIT_EXPOSED, EXIT_OK};
 use crate::cli;
+use crate::plugins::zonal_shift;
 use crate::report;
 use crate::topology::Zones;
 use crate::Result;
@@ -39,6 +41,27 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
         let own = ctx.caller_account().await?;
         records.retain(|r| accounts.contains(r.account_id.as_ref().unwrap_or(&own)));
     }
+    // When azevac's shifts end, read from the records' typed actions before they are put in words.
+    // A shift ending within the hour is warned of; with --fail-if-expiring, within that long.
+    let within = args.fail_if_expiring.unwrap_or(zonal_shift::RENEW_WITHIN);
+    let shifts = match zonal_shift::expiry::of(&ctx.sdk, &records, within).await {
+        Ok(shifts) => {
+            let (read, unread): (Vec<_>, Vec<_>) = shifts.into_iter().partition(Result::is_ok);
+            // A table reports a record it cannot read below, with every kind's.
+            if ctx.output == crate::model::Output::Json {
+                problems.extend(unread.into_iter().filter_map(Result::err).map(|e| e.to_string()));
+            }
+            read.into_iter().flatten().collect()
+        }
+        Err(e) => {
+            problems.push(format!(
+                "{}: could not read from ARC when azevac's shifts end: {}",
+                zonal_shift::TYPE,
+                crate::error::describe(&e)
+            ));
+            Vec::new()
+        }
+    };
     // What each record says was done, in the operator's words, as its kind reads it: a record
     // whose actions this version cannot read is a problem, never shown as a guess.
     if ctx.output == crate::model::Output::Table {
@@ -55,11 +78,16 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
         }
     }
     let locks = ctx.journal.locks().await?;
-    report::print_status(&records, &locks, &problems, ctx.output);
+    report::print_status(&records, &shifts, &locks, &problems, ctx.output);
     // An item that cannot be read is a failure to report, as in every other command.
-    Ok(if problems.is_empty() {
-        EXIT_OK
-    } else {
+    let expiring = args
+        .fail_if_expiring
+        .is_some_and(|within| shifts.iter().any(|s| s.expiring(within)));
+    Ok(if !problems.is_empty() {
         super::EXIT_FAILED
+    } else if expiring {
+        EXIT_EXPOSED
+    } else {
+        EXIT_OK
     })
 }

@@ -36,6 +36,9 @@ pub struct Active {
     pub shift_type: String,
     /// The shift's comment (azevac's carry the run ID).
     pub comment: String,
+    /// When it ends unless extended or cancelled, in seconds since the epoch (autoshifts: `None`,
+    /// they end when AWS decides).
+    pub expires_at: Option<i64>,
 }
 
 /// The active zonal shifts (all, or on one resource), with the ARN of the resource each moves.
@@ -63,6 +66,7 @@ pub async fn active(
                     away_from: z.away_from().to_owned(),
                     shift_type: z.shift_type().map(|t| t.as_str().to_owned()).unwrap_or_default(),
                     comment: z.comment().to_owned(),
+                    expires_at: Some(z.expiry_time().secs()),
                 },
             )
         })

@@ -635,3 +635,163 @@ async fn issue_32_shift_records_of_the_old_format_are_recovered() {
     }
     assert!(journal_items(&setup.sdk).await.is_empty());
 }
+
+/// The zonal shift azevac started for `arn`, as the fake ARC holds it.
+fn ours_on(setup: &Setup, arn: &str) -> common::zonal::Shift {
+    let arc = setup.proxy.arc.lock().expect("arc");
+    arc.shifts
+        .iter()
+        .rev()
+        .find(|s| s.resource == arn && s.comment.starts_with("azevac run "))
+        .cloned()
+        .unwrap_or_else(|| panic!("no shift of azevac's on {arn}"))
+}
+
+/// The status document's entry for one resource's shift.
+fn shift_status<'a>(doc: &'a serde_json::Value, arn: &str) -> &'a serde_json::Value {
+    doc["zonal_shifts"]
+        .as_array()
+        .expect("zonal_shifts")
+        .iter()
+        .find(|s| s["resource"] == arn)
+        .unwrap_or_else(|| panic!("no shift of {arn} in {doc}"))
+}
+
+/// Issue 33, part 1: a zonal shift azevac started never lapses silently. `status` shows when each
+/// ends and warns (and `--fail-if-expiring` exits 3) within the hour; `shift extend` extends only
+/// azevac's own active shifts, journalling the expiry each had; asking again at once does nothing;
+/// an evacuation run again extends the shifts that end within the hour and says so; a shift that
+/// expired while its record says evacuated is reported by status and doctor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_33_azevacs_shifts_are_extended_and_never_lapse_silently() {
+    let setup = Setup::new().await;
+    let evacuate = [
+        "evacuate",
+        "--az-id",
+        ZONE,
+        "--zonal-shift",
+        "--type",
+        "zonal-shift",
+        "--yes",
+    ];
+    setup.run(&evacuate).expect_code(0);
+    let (nlb, web) = (ours_on(&setup, &setup.nlb), ours_on(&setup, &setup.web));
+    let theirs = setup.proxy.arc.lock().expect("arc").shifts[0].clone();
+
+    // Three hours left: shown, no warning, nothing expiring.
+    let status = setup
+        .run(&["status", "--output", "json", "--fail-if-expiring", "1h"])
+        .expect_code(0)
+        .json();
+    let entry = shift_status(&status, &setup.nlb);
+    assert_eq!(entry["zonal_shift_id"], nlb.id.as_str(), "{status}");
+    assert_eq!(entry["standing"], "active");
+    assert!(
+        entry["expires_at"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{entry}"
+    );
+    assert!(entry["seconds_left"].as_i64().is_some_and(|s| s > 2 * 3600), "{entry}");
+    assert!(entry["warning"].is_null(), "{entry}");
+
+    // Thirty minutes left: a warning in the table, and exit 3 for a monitor.
+    setup.proxy.arc.lock().expect("arc").set_expiry(&nlb.id, 30 * 60);
+    let table = setup.run(&["status"]).expect_code(0);
+    assert!(
+        table
+            .stdout
+            .contains(&format!("warning: zonal shift {} of edge ends in", nlb.id))
+            && table.stdout.contains("azevac shift extend --az-id"),
+        "{}",
+        table.stdout
+    );
+    setup.run(&["status", "--fail-if-expiring", "1h"]).expect_code(3);
+    setup.run(&["status", "--fail-if-expiring", "10m"]).expect_code(0);
+    setup.run(&["status", "--fail-if-expiring", "2d"]).expect_code(2);
+
+    // `shift extend` extends azevac's two shifts as asked, and nobody else's.
+    setup.proxy.set(Faults::default());
+    let extended = setup
+        .run(&["shift", "extend", "--expires-in", "4h", "--yes", "--output", "json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(extended["summary"]["done"], 2, "{extended}");
+    assert_eq!(setup.positions("arc-zonal-shift:UpdateZonalShift").len(), 2);
+    let after = ours_on(&setup, &setup.nlb);
+    assert_eq!((after.id.as_str(), after.expires_in.as_str()), (nlb.id.as_str(), "4h"));
+    assert!(
+        after.expires_at > nlb.expires_at + 3600 - 120,
+        "4h from now, not 3h: {after:?}"
+    );
+    assert!(
+        after.comment.starts_with("azevac run "),
+        "the run ID stays in the comment"
+    );
+    assert_eq!(ours_on(&setup, &setup.web).expires_in, "4h");
+    let untouched = setup.proxy.arc.lock().expect("arc").shifts[0].clone();
+    assert_eq!(untouched, theirs, "someone else's shift is left alone");
+    let record = journal_items(&setup.sdk)
+        .await
+        .into_iter()
+        .find(|r| attr_s(r, "resource").ends_with(setup.nlb.as_str()))
+        .expect("the NLB's record");
+    let actions = attr_list(&record, "actions");
+    assert_eq!(actions.len(), 2, "{actions:?}");
+    assert_eq!(actions[0], format!(r#"{{"started":{{"id":"{}"}}}}"#, nlb.id));
+    let last: serde_json::Value = serde_json::from_str(&actions[1]).expect("json");
+    assert!(
+        last["extended"]["was"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{last}"
+    );
+    assert!(last["extended"]["until"].as_str().is_some(), "{last}");
+    assert_eq!(attr_s(&record, "state"), "done");
+
+    // Asked again at once: nothing would end later, so nothing to do.
+    setup.proxy.set(Faults::default());
+    let again = setup
+        .run(&["shift", "extend", "--expires-in", "4h", "--yes"])
+        .expect_code(0);
+    assert!(again.stdout.contains("nothing to do"), "{}", again.stdout);
+    assert!(setup.positions("arc-zonal-shift:UpdateZonalShift").is_empty());
+
+    // An evacuation run again extends the shift that ends within the hour, and only that one.
+    setup.proxy.arc.lock().expect("arc").set_expiry(&web.id, 20 * 60);
+    setup.proxy.set(Faults::default());
+    let rerun = setup.run(&evacuate).expect_code(0);
+    assert!(
+        rerun.stdout.contains(&format!("extended zonal shift {} until", web.id)),
+        "{}",
+        rerun.stdout
+    );
+    assert_eq!(setup.positions("arc-zonal-shift:UpdateZonalShift").len(), 1);
+    assert!(setup.positions("arc-zonal-shift:StartZonalShift").is_empty());
+    assert_eq!(ours_on(&setup, &setup.web).expires_in, "3h");
+
+    // The NLB's shift runs out while its record says evacuated: status and doctor say so.
+    setup.proxy.arc.lock().expect("arc").set_expiry(&nlb.id, -60);
+    let status = setup.run(&["status", "--output", "json"]).expect_code(0).json();
+    let entry = shift_status(&status, &setup.nlb);
+    assert_eq!(entry["standing"], "expired", "{entry}");
+    assert!(
+        entry["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("traffic flows into") && w.contains("journal says evacuated")),
+        "{entry}"
+    );
+    setup.run(&["status", "--fail-if-expiring", "1m"]).expect_code(3);
+    let doctor = setup.run(&["doctor"]);
+    let line = doctor
+        .stdout
+        .lines()
+        .find(|l| l.contains("zonal shifts"))
+        .unwrap_or_else(|| panic!("no zonal shifts line:\n{}", doctor.stdout));
+    assert!(
+        line.starts_with("FAIL") && line.contains(&nlb.id) && line.contains("expired at"),
+        "{}",
+        doctor.stdout
+    );
+
+    // Recover: the expired shift's record goes, web's shift is cancelled.
+    setup.run(&["recover", "--yes"]).expect_code(0);
+    assert!(journal_items(&setup.sdk).await.is_empty());
+    assert_eq!(setup.proxy.arc.lock().expect("arc").active(), vec![theirs]);
+}

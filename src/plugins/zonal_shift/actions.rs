@@ -1,6 +1,8 @@
 //! What the `zonal-shift` kind journals: written ahead, the shift it is about to start (its ID is
 //! not known yet: `recover` finds it by the run ID in its comment); once ARC answered, the ID of
-//! the shift it started, which `recover` cancels.
+//! the shift it started, which `recover` cancels. Extending a shift in force (`shift extend`, an
+//! evacuation run again near its end) is written ahead as [`Action::Extend`] with the expiry it had,
+//! and kept as [`Action::Extended`] with the expiry it had and the one ARC gave it.
 
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +25,25 @@ pub enum Action {
         /// The zonal shift ID.
         id: String,
     },
+    /// azevac's shift `id` is about to be given a new expiry (written ahead, before ARC is asked).
+    Extend {
+        /// The zonal shift ID.
+        id: String,
+        /// Its expiry before (RFC 3339), as ARC listed it when the extension was planned.
+        was: Option<String>,
+        /// ARC's `ExpiresIn` from now (`3h`, `180m`).
+        expires_in: String,
+    },
+    /// azevac's shift `id` was given a new expiry: the latest extension (one record per resource,
+    /// not a history).
+    Extended {
+        /// The zonal shift ID.
+        id: String,
+        /// Its expiry before (RFC 3339).
+        was: Option<String>,
+        /// Its expiry since (RFC 3339), as ARC answered.
+        until: Option<String>,
+    },
 }
 
 /// Before journal format 2, a started shift: `zonal-shift:<id>`.
@@ -38,6 +59,19 @@ impl crate::action::Action for Action {
                 format!("start zonal shift away from {away_from}, expires in {expires_in}")
             }
             Action::Started { id } => format!("started zonal shift {id}"),
+            Action::Extend { id, was, expires_in } => {
+                format!(
+                    "extend zonal shift {id} (ends {}) to end in {expires_in}",
+                    or_unknown(was)
+                )
+            }
+            Action::Extended { id, was, until } => {
+                format!(
+                    "extended zonal shift {id} until {} (was {})",
+                    or_unknown(until),
+                    or_unknown(was)
+                )
+            }
         }
     }
 
@@ -61,8 +95,22 @@ impl crate::action::Action for Action {
 pub fn started_id(record: &Record) -> Result<Option<String>> {
     Ok(record.actions_as::<Action>()?.into_iter().find_map(|a| match a {
         Action::Started { id } => Some(id),
-        Action::Start { .. } => None,
+        Action::Start { .. } | Action::Extend { .. } | Action::Extended { .. } => None,
     }))
+}
+
+/// An expiry as the journal keeps it, or words saying it was not known.
+fn or_unknown(at: &Option<String>) -> &str {
+    at.as_deref().unwrap_or("at an unknown time")
+}
+
+/// An evacuation line's private state when it extends a shift in force rather than starting one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Extension {
+    /// The zonal shift ID.
+    pub id: String,
+    /// Its expiry when planned (RFC 3339).
+    pub was: Option<String>,
 }
 
 /// A recovery line's private state: the shift it cancels.

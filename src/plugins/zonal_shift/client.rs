@@ -1,5 +1,8 @@
 //! The ARC zonal shift API as the `zonal-shift` kind calls it: the managed resources with the
-//! shifts in progress on them, and starting and cancelling a shift.
+//! shifts in progress on them, every shift by ID with its status, and starting, extending and
+//! cancelling a shift.
+
+use std::collections::BTreeMap;
 
 use aws_sdk_arczonalshift::types::ManagedResourceSummary;
 
@@ -7,6 +10,15 @@ use super::decide::Managed;
 use crate::plugins::shifted::{self, Active};
 use crate::topology::Zones;
 use crate::{Error, Result};
+
+/// A shift as ARC lists it, whatever its status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Known {
+    /// `ACTIVE`, `EXPIRED` or `CANCELED`.
+    pub status: String,
+    /// When it ends or ended, in seconds since the epoch.
+    pub expires_at: i64,
+}
 
 /// The ARC zonal shift API.
 #[derive(Debug, Clone)]
@@ -56,6 +68,7 @@ impl Shifts {
                         away_from: z.away_from().to_owned(),
                         shift_type: z.shift_type().map(|t| t.as_str().to_owned()).unwrap_or_default(),
                         comment: z.comment().to_owned(),
+                        expires_at: Some(z.expiry_time().secs()),
                     })
                     .collect();
                 active.extend(s.autoshifts().iter().map(|a| Active {
@@ -63,6 +76,7 @@ impl Shifts {
                     away_from: a.away_from().to_owned(),
                     shift_type: "ZONAL_AUTOSHIFT".to_owned(),
                     comment: String::new(),
+                    expires_at: None,
                 }));
                 Some(Managed {
                     name: s.name().unwrap_or(&arn).to_owned(),
@@ -92,6 +106,49 @@ impl Shifts {
             .await
             .map_err(|e| Error::from_sdk("arc-zonal-shift:StartZonalShift", e))?;
         Ok(out.zonal_shift_id().to_owned())
+    }
+
+    /// Give azevac's active shift `id` a new expiry, `expires_in` from now, with `comment` (ARC
+    /// overwrites the comment, so it must carry the run ID again). Returns the new expiry (seconds
+    /// since the epoch). A shift that is no longer active is an error: ARC refuses to extend it,
+    /// and the record stays for status to report.
+    pub async fn extend(&self, id: &str, expires_in: &str, comment: &str) -> Result<i64> {
+        let out = self
+            .client
+            .update_zonal_shift()
+            .zonal_shift_id(id)
+            .expires_in(expires_in)
+            .comment(comment)
+            .send()
+            .await
+            .map_err(|e| Error::from_sdk("arc-zonal-shift:UpdateZonalShift", e))?;
+        Ok(out.expiry_time().secs())
+    }
+
+    /// Every shift ARC still lists, whatever its status, by ID: what became of the ones azevac
+    /// journalled (active, expired, cancelled).
+    pub async fn every(&self) -> Result<BTreeMap<String, Known>> {
+        let shifts: Vec<_> = self
+            .client
+            .list_zonal_shifts()
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| Error::from_sdk("arc-zonal-shift:ListZonalShifts", e))?;
+        Ok(shifts
+            .into_iter()
+            .map(|z| {
+                (
+                    z.zonal_shift_id().to_owned(),
+                    Known {
+                        status: z.status().as_str().to_owned(),
+                        expires_at: z.expiry_time().secs(),
+                    },
+                )
+            })
+            .collect())
     }
 
     /// Cancel a shift. One that already ended (expired, or cancelled by someone) is not an error:

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::actions::{started_id, Action, Cancel};
+use super::actions::{started_id, Action, Cancel, Extension};
 use super::TYPE;
 use crate::error::describe;
 use crate::model::{Item, Record, Resource};
@@ -91,12 +91,61 @@ pub fn exposed(managed: &Managed, az_id: &str) -> Option<crate::model::Finding> 
     Some(found)
 }
 
+/// When an evacuation extends azevac's shifts in force instead of leaving them be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Renewal {
+    /// Now, in seconds since the epoch.
+    pub now: i64,
+    /// `--expires-in`, in seconds: the new expiry is this long from now.
+    pub expires_in: i64,
+    /// Extend the shifts that end within this many seconds (`None`: every one, `shift extend`).
+    pub within: Option<i64>,
+    /// Extend only, start nothing (`shift extend`).
+    pub only: bool,
+}
+
+/// A re-run of `evacuate` extends azevac's shifts of the zone that end within this many seconds:
+/// an hour leaves an on-call team time to notice a run that failed.
+pub const RENEW_WITHIN: i64 = 3600;
+
+/// An extension never shortens a shift, and one that would move its end by less than this (ARC's
+/// unit is the minute) changes nothing: asking again at once is a no-op, not a journal write.
+const LEAST_EXTENSION: i64 = 60;
+
+/// An instant as the journal and the reports show it (RFC 3339, UTC, seconds).
+pub fn rfc3339(epoch_seconds: i64) -> String {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(epoch_seconds.max(0).unsigned_abs());
+    humantime::format_rfc3339_seconds(at).to_string()
+}
+
+/// Whether azevac's shift in force is due for an extension (pure): it ends within the renewal
+/// window and the new expiry is later by at least [`LEAST_EXTENSION`]. A shift whose end ARC did
+/// not give is extended only when asked for every shift.
+fn due(active: &Active, renewal: &Renewal) -> bool {
+    match active.expires_at {
+        Some(ends) => {
+            renewal.within.is_none_or(|w| ends - renewal.now <= w)
+                && renewal.now + renewal.expires_in >= ends + LEAST_EXTENSION
+        }
+        None => renewal.within.is_none(),
+    }
+}
+
 /// What starting shifts away from `az_id` means for each managed resource deployed there (pure).
-/// A resource with a shift, autoshift or practice run already in progress is left alone and listed.
-pub fn evacuation(managed: &[Managed], az_id: &str, expires_in: &str, records: &BTreeMap<String, Record>) -> Vec<Item> {
+/// A resource with a shift, autoshift or practice run already in progress is left alone and listed,
+/// except azevac's own shift that `renewal` says is due: that is extended. With `renewal.only`
+/// (`shift extend`) only the resources with azevac's records are listed, and nothing is started.
+pub fn evacuation(
+    managed: &[Managed],
+    az_id: &str,
+    expires_in: &str,
+    records: &BTreeMap<String, Record>,
+    renewal: &Renewal,
+) -> Vec<Item> {
     managed
         .iter()
         .filter(|m| m.az_ids.iter().any(|z| z == az_id))
+        .filter(|m| !renewal.only || records.contains_key(&key(&m.arn)))
         .map(|m| {
             let record = records.get(&key(&m.arn));
             let mut item = Item {
@@ -121,23 +170,60 @@ pub fn evacuation(managed: &[Managed], az_id: &str, expires_in: &str, records: &
                     return item;
                 }
             };
-            let skip = if let Some(active) = m
+            let in_force = m
                 .active
                 .iter()
-                .find(|a| ours.is_some() && a.id.as_deref() == ours.as_deref())
-            {
-                Some(format!(
-                    "{ALREADY_EVACUATED}: zonal shift {} away from {}",
-                    ours.unwrap_or_default(),
-                    active.away_from
-                ))
-            } else {
-                m.active.first().map(describe_foreign)
-            };
-            if let Some(why) = skip {
+                .find(|a| ours.is_some() && a.id.as_deref() == ours.as_deref());
+            if let (Some(active), Some(id)) = (in_force, &ours) {
+                let ends = active.expires_at.map(rfc3339);
+                if due(active, renewal) {
+                    item.take_actions(&[Action::Extend {
+                        id: id.clone(),
+                        was: ends.clone(),
+                        expires_in: expires_in.to_owned(),
+                    }]);
+                    if let Some(target) = item.target.as_mut() {
+                        target.set_detail(&Extension {
+                            id: id.clone(),
+                            was: ends,
+                        });
+                    }
+                    return item;
+                }
+                let ends = ends.map(|t| format!(", ends {t}")).unwrap_or_default();
+                item.skip(if renewal.only {
+                    format!(
+                        "zonal shift {id} away from {}{ends}, no earlier than --expires-in {expires_in} from now: nothing to extend",
+                        active.away_from
+                    )
+                } else {
+                    format!("{ALREADY_EVACUATED}: zonal shift {id} away from {}{ends}", active.away_from)
+                });
+                item.take_actions::<Action>(&[]);
+                return item;
+            }
+            if renewal.only {
+                item.skip(match &ours {
+                    Some(id) => format!(
+                        "azevac's zonal shift {id} is no longer active (expired or cancelled): nothing to extend; \
+                         `azevac shift start --az-id {az_id}` starts a new one"
+                    ),
+                    None => "no zonal shift of azevac's is journalled for it: nothing to extend".to_owned(),
+                });
+                item.take_actions::<Action>(&[]);
+                return item;
+            }
+            if let Some(why) = m.active.first().map(describe_foreign) {
                 item.skip(why);
                 item.take_actions::<Action>(&[]);
-            } else if kind_of(&m.arn) == Kind::Eks {
+                return item;
+            }
+            if let Some(id) = &ours {
+                item.notes.push(format!(
+                    "azevac's zonal shift {id} is no longer active (expired or cancelled): a new one is started"
+                ));
+            }
+            if kind_of(&m.arn) == Kind::Eks {
                 item.notes.push(EKS_SHIFT_NOTE.to_owned());
             }
             item

@@ -22,8 +22,8 @@ struct Given {
 /// `--expires-in`, shared with `azevac shift start`.
 #[derive(Debug, Clone, Args)]
 pub struct Expiry {
-    /// How long a zonal shift lasts unless `recover` cancels it first: minutes or hours, e.g. 3h
-    /// (ARC allows 1m to 72h).
+    /// How long a zonal shift lasts from now (started or extended) unless `recover` cancels it
+    /// first: minutes or hours, e.g. 3h (ARC allows 1m to 72h).
     #[arg(long, value_name = "DURATION", default_value = super::DEFAULT_EXPIRES_IN,
           value_parser = super::parse_expires_in)]
     pub expires_in: String,
@@ -38,6 +38,9 @@ pub struct Options {
     /// `--expires-in` of those shifts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_in: Option<String>,
+    /// `shift extend`: extend azevac's shifts in force for `expires_in` from now, start none.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub extend: bool,
 }
 
 /// The registry's entry for these flags.
@@ -50,6 +53,7 @@ impl CommandFlags for Given {
         to_options(&Options {
             zonal_shift: self.zonal_shift,
             expires_in: Some(self.expiry.expires_in),
+            extend: false,
         })
     }
 }

@@ -5,13 +5,15 @@
 //! it around the subnet changes.
 //!
 //! The kind's story, one job a file: [`actions`] (what is journalled), [`decide`] (the pure
-//! decisions), [`client`] (the ARC calls), and here the plugin, `azevac shift list`'s listing and
+//! decisions), [`client`] (the ARC calls), [`expiry`] (when azevac's shifts end, for `status`
+//! and `doctor`), and here the plugin, `azevac shift list`'s listing and
 //! `--expires-in`. What other kinds need to know about shifts (the cross-zone guard waits for
 //! them) is in [`crate::plugins::shifted`], which this kind shares.
 
 pub mod actions;
 pub mod client;
 pub mod decide;
+pub mod expiry;
 pub mod flags;
 #[cfg(test)]
 mod tests;
@@ -29,7 +31,10 @@ use crate::{Error, Result};
 pub use crate::plugins::shifted::{key, Active};
 pub use actions::{started_id, Action};
 pub use client::Shifts;
-pub use decide::{cancelled_first, comment, evacuation, exposed, kind_of, recovery, to_cancel, Kind, Managed};
+pub use decide::{
+    cancelled_first, comment, evacuation, exposed, kind_of, recovery, rfc3339, to_cancel, Kind, Managed, Renewal,
+    RENEW_WITHIN,
+};
 
 /// The `--type` value and journal `resource_type` of zonal shifts.
 pub const TYPE: &str = "zonal-shift";
@@ -43,6 +48,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
         "arc-zonal-shift:ListManagedResources",
         "arc-zonal-shift:ListZonalShifts",
         "arc-zonal-shift:StartZonalShift",
+        "arc-zonal-shift:UpdateZonalShift",
         "arc-zonal-shift:CancelZonalShift",
     ],
     build: plugin,
@@ -59,6 +65,8 @@ pub struct ZonalShifts {
     shifts: Shifts,
     asked: bool,
     expires_in: String,
+    /// `shift extend`: extend azevac's shifts in force, start none.
+    extend_only: bool,
 }
 
 /// Registry constructor.
@@ -70,6 +78,7 @@ pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box
             shifts: Shifts::new(&setup.sdk),
             asked: options.zonal_shift || request.names(TYPE),
             expires_in: options.expires_in.unwrap_or_else(|| DEFAULT_EXPIRES_IN.to_owned()),
+            extend_only: options.extend,
         }) as Box<dyn Plugin>))
     })
 }
@@ -95,7 +104,19 @@ impl Plugin for ZonalShifts {
             return Ok(Vec::new());
         }
         let managed = self.shifts.managed(scope.zones).await?;
-        Ok(evacuation(&managed, scope.az_id(), &self.expires_in, scope.records))
+        let renewal = Renewal {
+            now: now(),
+            expires_in: expires_in_seconds(&self.expires_in).map_err(Error::BadInput)?,
+            within: (!self.extend_only).then_some(RENEW_WITHIN),
+            only: self.extend_only,
+        };
+        Ok(evacuation(
+            &managed,
+            scope.az_id(),
+            &self.expires_in,
+            scope.records,
+            &renewal,
+        ))
     }
 
     async fn plan_recovery(&self, records: Vec<Record>, _scope: &Scope<'_>) -> Result<Vec<Item>> {
@@ -118,10 +139,30 @@ impl Plugin for ZonalShifts {
     }
 
     /// The comment carries the run ID, so that `recover` finds the shift even if azevac dies
-    /// before the shift's ID is journalled.
+    /// before the shift's ID is journalled. A line about azevac's shift in force extends it.
     async fn evacuate(&self, line: &Item, held: &Guard<'_>) -> Result<Acted> {
         let record = held.record();
         let comment = comment(record.run_id.as_deref().unwrap_or_default(), record.reason.as_deref());
+        if let Some(extension) = extension_of(line)? {
+            let until = rfc3339(self.shifts.extend(&extension.id, &self.expires_in, &comment).await?);
+            let shown = format!("extended zonal shift {} until {until}", extension.id);
+            return Ok(Acted {
+                actions: Some(encode(&[
+                    Action::Started {
+                        id: extension.id.clone(),
+                    },
+                    Action::Extended {
+                        id: extension.id,
+                        was: extension.was,
+                        until: Some(until),
+                    },
+                ])),
+                problem: None,
+                shown: Some(vec![shown]),
+                // The record keeps the shift and its latest extension, not every one.
+                replace_actions: true,
+            });
+        }
         let id = self
             .shifts
             .start(arn_of(&line.resource), &line.az_id, &self.expires_in, &comment)
@@ -226,6 +267,29 @@ pub async fn listing(
             (resource, a, mine)
         })
         .collect())
+}
+
+/// The shift an evacuation line extends (`None`: the line starts one), from the line's own state.
+fn extension_of(line: &Item) -> Result<Option<actions::Extension>> {
+    match line.target.as_ref() {
+        Some(target) if !target.detail.is_null() => target.detail_as().map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Now, in seconds since the epoch.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// `--expires-in` (and `status --fail-if-expiring`), as [`parse_expires_in`] accepts it, in seconds.
+pub fn expires_in_seconds(text: &str) -> std::result::Result<i64, String> {
+    let valid = parse_expires_in(text)?;
+    let (number, unit) = valid.split_at(valid.len() - 1);
+    let n: i64 = number.parse().map_err(|_| format!("not a duration: {text:?}"))?;
+    Ok(if unit == "h" { n * 3600 } else { n * 60 })
 }
 
 /// `--expires-in`: ARC takes minutes (1–4320) or hours (1–72), e.g. `180m`, `3h`. Checked before

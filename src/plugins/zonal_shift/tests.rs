@@ -12,6 +12,14 @@ use crate::topology::Zones;
 const LB: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/edge/0123";
 const GROUP: &str = "arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:u:autoScalingGroupName/web";
 
+/// Renewal as an evacuation asks for it, far from the test shifts' end.
+const RENEW: Renewal = Renewal {
+    now: 1_900_000_000,
+    expires_in: 3 * 3600,
+    within: Some(RENEW_WITHIN),
+    only: false,
+};
+
 fn managed(arn: &str, active: Vec<Active>) -> Managed {
     Managed {
         arn: arn.into(),
@@ -27,6 +35,7 @@ fn shift(id: &str, away: &str, kind: &str, comment: &str) -> Active {
         away_from: away.into(),
         shift_type: kind.into(),
         comment: comment.into(),
+        expires_at: Some(2_000_000_000),
     }
 }
 
@@ -64,7 +73,13 @@ fn kinds_come_from_the_arn() {
 fn plans_a_shift_for_resources_in_the_zone_only() {
     let mut elsewhere = managed(GROUP, vec![]);
     elsewhere.az_ids = vec!["use1-az1".into(), "use1-az4".into()];
-    let items = evacuation(&[managed(LB, vec![]), elsewhere], "use1-az2", "3h", &BTreeMap::new());
+    let items = evacuation(
+        &[managed(LB, vec![]), elsewhere],
+        "use1-az2",
+        "3h",
+        &BTreeMap::new(),
+        &RENEW,
+    );
     assert_eq!(items.len(), 1);
     assert_eq!(items[0].status, Status::Planned);
     assert_eq!(items[0].resource, key(LB));
@@ -86,6 +101,7 @@ fn a_clusters_shift_says_what_karpenter_and_node_groups_do() {
         "use1-az2",
         "3h",
         &BTreeMap::new(),
+        &RENEW,
     );
     assert!(items[0].notes.is_empty());
     let notes = items[1].notes.join(" ");
@@ -104,6 +120,7 @@ fn leaves_someone_elses_shift_autoshift_or_practice_run_alone() {
             "use1-az2",
             "3h",
             &BTreeMap::new(),
+            &RENEW,
         );
         assert_eq!(items[0].status, Status::Skipped);
         let reason = items[0].reason.clone().unwrap_or_default();
@@ -123,6 +140,7 @@ fn our_own_active_shift_is_already_evacuated() {
         "use1-az2",
         "3h",
         &records,
+        &RENEW,
     );
     assert_eq!(items[0].status, Status::Skipped);
     assert!(items[0]
@@ -130,6 +148,81 @@ fn our_own_active_shift_is_already_evacuated() {
         .as_deref()
         .unwrap_or_default()
         .starts_with(ALREADY_EVACUATED));
+}
+
+/// What an evacuation run again and `shift extend` do with azevac's shift in force (issue 33).
+#[test]
+fn issue_33_our_shift_near_its_end_is_extended_never_shortened_and_never_someone_elses() {
+    let started = encode(&[Action::Started { id: "s-9".into() }]);
+    let records = BTreeMap::from([(key(LB), record(&[started[0].as_str()], "run-1"))]);
+    let ours = shift("s-9", "use1-az2", "ZONAL_SHIFT", "azevac run run-1");
+    let ends = 2_000_000_000;
+    let plan = |renewal: &Renewal, active: Vec<Active>| {
+        evacuation(&[managed(LB, active)], "use1-az2", "3h", &records, renewal)
+    };
+    // 40 minutes left: an evacuation run again extends it, written ahead with the expiry it had.
+    let near = Renewal {
+        now: ends - 40 * 60,
+        ..RENEW
+    };
+    let items = plan(&near, vec![ours.clone()]);
+    assert_eq!(items[0].status, Status::Planned, "{:?}", items[0].reason);
+    assert_eq!(
+        items[0].steps,
+        [r#"{"extend":{"id":"s-9","was":"2033-05-18T03:33:20Z","expires_in":"3h"}}"#]
+    );
+    let detail: super::actions::Extension = items[0].target.as_ref().expect("target").detail_as().expect("detail");
+    assert_eq!(detail.id, "s-9");
+    // Two hours left: left as it is.
+    let items = plan(
+        &Renewal {
+            now: ends - 7200,
+            ..RENEW
+        },
+        vec![ours.clone()],
+    );
+    assert_eq!(items[0].status, Status::Skipped);
+    assert!(items[0]
+        .reason
+        .as_deref()
+        .unwrap_or_default()
+        .contains("ends 2033-05-18T03:33:20Z"));
+    // `shift extend`: extended whatever is left, unless that would not end it later.
+    let extend = Renewal {
+        within: None,
+        only: true,
+        now: ends - 7200,
+        ..RENEW
+    };
+    assert_eq!(plan(&extend, vec![ours.clone()])[0].status, Status::Planned);
+    let at_once = Renewal {
+        now: ends - 3 * 3600 + 30,
+        ..extend
+    };
+    let items = plan(&at_once, vec![ours.clone()]);
+    assert_eq!(items[0].status, Status::Skipped);
+    assert!(items[0]
+        .reason
+        .as_deref()
+        .unwrap_or_default()
+        .contains("nothing to extend"));
+    // Expired (no longer listed as active): `shift extend` says so; evacuate starts a new one.
+    let items = plan(&extend, vec![]);
+    assert!(items[0]
+        .reason
+        .as_deref()
+        .unwrap_or_default()
+        .contains("no longer active"));
+    let items = plan(&near, vec![]);
+    assert_eq!(items[0].status, Status::Planned);
+    assert!(items[0].steps[0].starts_with(r#"{"start""#), "{:?}", items[0].steps);
+    assert!(items[0].notes.join(" ").contains("a new one is started"));
+    // Someone else's shift on a resource azevac has no record of: not even listed by `shift extend`.
+    let theirs = managed(GROUP, vec![shift("s-1", "use1-az2", "ZONAL_SHIFT", "by hand")]);
+    let items = evacuation(std::slice::from_ref(&theirs), "use1-az2", "3h", &records, &extend);
+    assert!(items.is_empty());
+    let items = evacuation(&[theirs], "use1-az2", "3h", &records, &near);
+    assert_eq!(items[0].status, Status::Skipped);
 }
 
 fn cancels(item: &Item) -> Option<String> {
@@ -338,6 +431,51 @@ mod sdk {
         );
     }
 
+    /// Issue 33: an extension sends the new `expiresIn` and the comment with the run ID (ARC
+    /// overwrites the comment); a shift no longer active is a failure, never a silent success.
+    #[tokio::test]
+    async fn issue_33_a_shift_is_extended_with_its_comment_and_an_ended_one_is_not() {
+        use aws_sdk_arczonalshift::operation::update_zonal_shift::{UpdateZonalShiftError, UpdateZonalShiftOutput};
+        let update = mock!(aws_sdk_arczonalshift::Client::update_zonal_shift)
+            .match_requests(|r| {
+                r.zonal_shift_id() == Some("s-42")
+                    && r.expires_in() == Some("4h")
+                    && r.comment() == Some("azevac run r2: INC-7")
+            })
+            .then_output(|| {
+                UpdateZonalShiftOutput::builder()
+                    .zonal_shift_id("s-42")
+                    .resource_identifier(LB)
+                    .away_from("use1-az2")
+                    .expiry_time(DateTime::from_secs(2_000_000_000))
+                    .start_time(DateTime::from_secs(0))
+                    .status(ZonalShiftStatus::Active)
+                    .comment("azevac run r2: INC-7")
+                    .build()
+                    .expect("output")
+            });
+        let ended = mock!(aws_sdk_arczonalshift::Client::update_zonal_shift)
+            .match_requests(|r| r.zonal_shift_id() == Some("s-old"))
+            .then_error(|| {
+                UpdateZonalShiftError::ConflictException(
+                    ConflictException::builder()
+                        .message("not active")
+                        .reason(ConflictExceptionReason::ZonalShiftStatusNotActive)
+                        .build()
+                        .expect("error"),
+                )
+            });
+        let client = mock_client!(aws_sdk_arczonalshift, RuleMode::MatchAny, [&update, &ended]);
+        let shifts = Shifts::from_client(client);
+        let until = shifts
+            .extend("s-42", "4h", &comment("r2", Some("INC-7")))
+            .await
+            .expect("extended");
+        assert_eq!(until, 2_000_000_000);
+        let err = shifts.extend("s-old", "4h", "c").await.expect_err("not active");
+        assert!(crate::error::describe(&err).contains("UpdateZonalShift"), "{err}");
+    }
+
     #[tokio::test]
     async fn cancelling_an_ended_shift_is_done_but_other_errors_are_not() {
         let ended = mock!(aws_sdk_arczonalshift::Client::cancel_zonal_shift)
@@ -392,4 +530,62 @@ mod sdk {
             .expect_err("another conflict is a failure");
         assert!(crate::error::describe(&err).contains("CancelZonalShift"), "{err}");
     }
+}
+
+/// Issue 33: what `status` and `doctor` say of the shift a record names, from what ARC lists.
+#[test]
+fn issue_33_a_shift_is_active_until_it_ends_and_reported_once_it_has() {
+    use super::client::Known;
+    use super::expiry::{standing, Standing};
+    let started = encode(&[Action::Started { id: "s-9".into() }]);
+    let ours = record(&[started[0].as_str()], "run-1");
+    let now = 1_900_000_000;
+    let known = |status: &str, expires_at: i64| {
+        BTreeMap::from([(
+            "s-9".to_owned(),
+            Known {
+                status: status.into(),
+                expires_at,
+            },
+        )])
+    };
+    let far = standing(&ours, &known("ACTIVE", now + 7200), now, 3600).expect("readable");
+    assert_eq!((far.standing, far.seconds_left), (Standing::Active, Some(7200)));
+    assert!(far.warning.is_none() && !far.expiring(3600) && far.expiring(7200));
+    let soon = standing(&ours, &known("ACTIVE", now + 1800), now, 3600).expect("readable");
+    assert!(soon.warning.unwrap_or_default().contains("ends in 30m"));
+    for (status, at, was) in [
+        ("EXPIRED", now - 60, Standing::Expired),
+        // Past its end but not yet swept by ARC: over all the same.
+        ("ACTIVE", now - 1, Standing::Expired),
+        ("CANCELED", now + 60, Standing::Cancelled),
+    ] {
+        let over = standing(&ours, &known(status, at), now, 3600).expect("readable");
+        assert_eq!(over.standing, was, "{status}");
+        assert!(over.expiring(0));
+        assert!(over.warning.unwrap_or_default().contains("journal says evacuated"));
+    }
+    let gone = standing(&ours, &BTreeMap::new(), now, 3600).expect("readable");
+    assert_eq!(gone.standing, Standing::Gone);
+    // Written ahead only: the shift is found by the run ID when recovered; nothing to say yet.
+    let ahead = record(&[], "run-2");
+    assert_eq!(
+        standing(&ahead, &BTreeMap::new(), now, 3600)
+            .expect("readable")
+            .standing,
+        Standing::Unconfirmed
+    );
+    // Another account's record is not looked at with this account's credentials.
+    let mut elsewhere = ours.clone();
+    elsewhere.account_id = Some("210987654321".into());
+    let not_checked = standing(&elsewhere, &BTreeMap::new(), now, 3600).expect("readable");
+    assert!(not_checked.standing == Standing::NotChecked && !not_checked.expiring(i64::MAX));
+    // An action this version cannot read is an error, never a guess.
+    assert!(standing(
+        &record(&[r#"{"started":{"arn":"x"}}"#], "run-1"),
+        &BTreeMap::new(),
+        now,
+        3600
+    )
+    .is_err());
 }

@@ -3,8 +3,10 @@
 //! pages its lists (two items a page, so paginators are exercised), and refuses what ARC refuses
 //! for the calls azevac makes: an unknown resource (404), an AZ the resource is not in, an
 //! `expiresIn` outside 1m–72h or a comment over 128 characters (400 ValidationException), a second
-//! active shift on a resource (409 ZonalShiftAlreadyExists), and cancelling a shift that is not
-//! active (409 ZonalShiftStatusNotActive) or unknown (404).
+//! active shift on a resource (409 ZonalShiftAlreadyExists), and cancelling or updating a shift
+//! that is not active (409 ZonalShiftStatusNotActive) or unknown (404). Shifts end as ARC's do:
+//! `expiresIn` from the start or the latest update, then EXPIRED; a test moves a shift's end with
+//! [`FakeArc::set_expiry`] (into the past: it has expired).
 
 use serde_json::{json, Value};
 
@@ -41,6 +43,26 @@ pub struct Shift {
     pub status: String,
     /// ZONAL_SHIFT or PRACTICE_RUN.
     pub shift_type: String,
+    /// When it ends, in seconds since the epoch.
+    pub expires_at: i64,
+}
+
+/// Now, in seconds since the epoch.
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// `expiresIn` in seconds (already validated).
+fn seconds(expires_in: &str) -> i64 {
+    let (number, unit) = expires_in.split_at(expires_in.len().saturating_sub(1));
+    let n: i64 = number.parse().unwrap_or(0);
+    if unit == "h" {
+        n * 3600
+    } else {
+        n * 60
+    }
 }
 
 /// The fake's state.
@@ -146,25 +168,53 @@ impl FakeArc {
             comment: "started by hand".into(),
             status: "ACTIVE".into(),
             shift_type: shift_type.into(),
+            expires_at: now() + 3600,
         });
         id
     }
 
+    /// Move shift `id`'s end to `seconds_from_now` (negative: it has expired).
+    pub fn set_expiry(&mut self, id: &str, seconds_from_now: i64) {
+        let at = now() + seconds_from_now;
+        for shift in self.shifts.iter_mut().filter(|s| s.id == id) {
+            shift.expires_at = at;
+        }
+        self.expire();
+    }
+
+    /// Shifts past their end are EXPIRED, as ARC marks them.
+    fn expire(&mut self) {
+        let now = now();
+        for shift in self
+            .shifts
+            .iter_mut()
+            .filter(|s| s.status == "ACTIVE" && s.expires_at <= now)
+        {
+            shift.status = "EXPIRED".into();
+        }
+    }
+
     /// The active shifts.
     pub fn active(&self) -> Vec<Shift> {
-        self.shifts.iter().filter(|s| s.status == "ACTIVE").cloned().collect()
+        let now = now();
+        self.shifts
+            .iter()
+            .filter(|s| s.status == "ACTIVE" && s.expires_at > now)
+            .cloned()
+            .collect()
     }
 
     fn shift_json(shift: &Shift) -> Value {
         json!({
             "zonalShiftId": shift.id, "resourceIdentifier": shift.resource, "awayFrom": shift.away_from,
-            "expiryTime": 1_900_003_600, "startTime": 1_900_000_000, "status": shift.status,
+            "expiryTime": shift.expires_at, "startTime": 1_900_000_000, "status": shift.status,
             "comment": shift.comment, "shiftType": shift.shift_type,
         })
     }
 
     /// Answer one call.
     pub fn answer(&mut self, method: &str, path: &str, query: &str, body: &str) -> Answer {
+        self.expire();
         match operation(method, path) {
             "ListManagedResources" => {
                 let items = self
@@ -209,6 +259,7 @@ impl FakeArc {
                 ok(page(items, query))
             }
             "StartZonalShift" => self.start(body),
+            "UpdateZonalShift" => self.update(path.trim_start_matches("/zonalshifts/"), body),
             "CancelZonalShift" => {
                 let id = path.trim_start_matches("/zonalshifts/");
                 match self.shifts.iter_mut().find(|s| s.id == id) {
@@ -281,6 +332,7 @@ impl FakeArc {
                 json!({ "reason": "ZonalShiftAlreadyExists" }),
             );
         }
+        let expires_at = now() + seconds(&expires_in);
         let shift = Shift {
             id: format!("shift-{}", self.shifts.len() + 1),
             resource,
@@ -289,9 +341,61 @@ impl FakeArc {
             comment,
             status: "ACTIVE".into(),
             shift_type: "ZONAL_SHIFT".into(),
+            expires_at,
         };
         let out = Self::shift_json(&shift);
         self.shifts.push(shift);
         ok(out)
+    }
+
+    /// UpdateZonalShift: a new end `expiresIn` from now and/or a new comment, for an active shift
+    /// only; at least one of them, each validated as on start.
+    fn update(&mut self, id: &str, body: &str) -> Answer {
+        let request: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+        let expires_in = request["expiresIn"].as_str().map(str::to_owned);
+        let comment = request["comment"].as_str().map(str::to_owned);
+        if expires_in.is_none() && comment.is_none() {
+            return error(
+                400,
+                "ValidationException",
+                "nothing to update",
+                json!({ "reason": "MissingValue" }),
+            );
+        }
+        if expires_in.as_deref().is_some_and(|e| !valid_expiry(e)) {
+            return error(
+                400,
+                "ValidationException",
+                "invalid expiresIn",
+                json!({ "reason": "InvalidExpiresIn" }),
+            );
+        }
+        if comment.as_ref().is_some_and(|c| c.chars().count() > 128) {
+            return error(
+                400,
+                "ValidationException",
+                "comment too long",
+                json!({ "reason": "MissingValue" }),
+            );
+        }
+        let Some(shift) = self.shifts.iter_mut().find(|s| s.id == id) else {
+            return error(404, "ResourceNotFoundException", "zonal shift not found", json!({}));
+        };
+        if shift.status != "ACTIVE" {
+            return error(
+                409,
+                "ConflictException",
+                "the zonal shift is not active",
+                json!({ "reason": "ZonalShiftStatusNotActive", "zonalShiftId": id }),
+            );
+        }
+        if let Some(expires_in) = expires_in {
+            shift.expires_at = now() + seconds(&expires_in);
+            shift.expires_in = expires_in;
+        }
+        if let Some(comment) = comment {
+            shift.comment = comment;
+        }
+        ok(Self::shift_json(shift))
     }
 }
