@@ -114,10 +114,10 @@ pub fn validate(fleet: &Fleet, types: &[String]) -> Result<()> {
 /// Refuse a role name, role ARN template or external ID that cannot name one IAM role in each
 /// account, before it drives any AssumeRole: a saved plan's come from a file anyone may edit.
 pub fn validate_role(fleet: &Fleet) -> Result<()> {
-    if let Some(name) = fleet.role_name.as_deref().filter(|n| !is_role_name(n)) {
+    if let Some(name) = fleet.role_name.as_deref().filter(|n| !is_role_path(n)) {
         return Err(Error::BadInput(format!(
-            "--role-name {:?} is not an IAM role name (1 to 64 letters, digits and +=,.@_-); for a \
-             role with a path, pass --role-arn-template, e.g. arn:aws:iam::{{account}}:role/ops/azevac",
+            "--role-name {:?} is not an IAM role name (1 to 64 letters, digits and +=,.@_-, after a \
+             path such as ops/ if the role has one), e.g. azevac or ops/azevac",
             crate::text::clean(name)
         )));
     }
@@ -158,12 +158,14 @@ fn is_role_template(template: &str) -> bool {
         || (partition.starts_with("aws")
             && partition.chars().all(|c| c.is_ascii_lowercase() || c == '-')
             && !partition.ends_with('-'));
-    let Some(path) = resource.strip_prefix("role/") else {
-        return false;
-    };
+    partition_ok && resource.strip_prefix("role/").is_some_and(is_role_path)
+}
+
+/// `[PATH/]NAME` of an IAM role: a name after path segments of IAM characters, 512 at most in all
+/// (`--role-name ops/azevac` names the role `azevac` under the path `/ops/`, as it always did).
+fn is_role_path(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or_default();
-    partition_ok
-        && path.len() <= 512
+    path.len() <= 512
         && is_role_name(name)
         && path
             .split('/')
@@ -419,6 +421,7 @@ mod tests {
             role(None, None, None),
             role(Some("azevac"), None, Some("ext-123:a/b")),
             role(Some("Ops+evac=1,x.y@z_w-v"), None, None),
+            role(Some("ops/azevac"), None, None),
             role(None, Some("arn:aws:iam::{account}:role/ops/azevac"), None),
             role(None, Some("arn:{partition}:iam::{account}:role/azevac"), None),
             role(None, Some("arn:aws-us-gov:iam::{account}:role/a/b/c"), None),
@@ -427,7 +430,8 @@ mod tests {
         }
         for bad in [
             role(Some(""), None, None),
-            role(Some("ops/azevac"), None, None),
+            role(Some("ops//azevac"), None, None),
+            role(Some("/azevac"), None, None),
             role(Some(&"x".repeat(65)), None, None),
             role(Some("a:b"), None, None),
             role(None, Some("arn:aws:iam::123456789012:role/x"), None),

@@ -34,7 +34,7 @@ const PUBLISH_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(8);
 /// `--notify`: an SNS topic ARN, `arn:PARTITION:sns:REGION:ACCOUNT:NAME` (a FIFO topic's name ends
 /// in `.fifo`). Checked at parse time, so a typo fails before anything changes.
 pub fn parse_topic_arn(text: &str) -> Result<String, String> {
-    let hint = "expected an SNS topic ARN, e.g. arn:aws:sns:us-east-1:123456789012:incidents";
+    let hint = "expected an SNS topic ARN, e.g. arn:aws:sns:us-east-1:123456789012:azevac-incidents (the operator policy publishes to topics named azevac*)";
     let parts: Vec<&str> = text.split(':').collect();
     let [arn, partition, service, region, account, name] = parts.as_slice() else {
         return Err(format!("{hint}, got {text:?}"));

@@ -72,7 +72,8 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
     }
     crate::say!("azevac: {shown} was made with these settings (a plan file can be edited: check them):");
     for (setting, value) in settings(&saved.plan, &ctx.region) {
-        crate::say!("  {setting}: {}", crate::text::clean(&value));
+        // A kind's option is named by the plan file's own key: both sides are the file's text.
+        crate::say!("  {}: {}", crate::text::clean(&setting), crate::text::clean(&value));
     }
     if let Some(difference) = other_role.filter(|_| !args.accept_plan_role) {
         let question = format!("{difference}. Act under the plan's identity?");

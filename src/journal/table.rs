@@ -173,7 +173,15 @@ impl Journal {
                 self.check_schema().await?;
                 return Ok(false);
             }
-            Err(e) => return Err(Error::from_sdk("dynamodb:CreateTable", e)),
+            Err(e) => {
+                let error = Error::from_sdk("dynamodb:CreateTable", e);
+                // A caller that may not create tables (the operator policy) whose plan found none:
+                // if one was created since (by `init`, another run), it is the journal to use.
+                if matches!(error, Error::AccessDenied { .. }) && self.check_schema().await.is_ok() {
+                    return Ok(false);
+                }
+                return Err(error);
+            }
         }
         self.client
             .wait_until_table_exists()

@@ -1358,7 +1358,10 @@ async fn sweep(kind: Kind, phase: Phase) -> Tally {
         // operator's recover comes after them. (One that races them refuses the line it lost and asks
         // for a re-run, which tests/it/interleave.rs proves; here it would only make recover #1's exit
         // code depend on the machine's load.)
-        assert!(world.proxy.wait_quiet(HOLD_WAIT), "{point}: the killed run's calls never ended");
+        assert!(
+            world.proxy.wait_quiet(HOLD_WAIT),
+            "{point}: the killed run's calls never ended"
+        );
         let (mut problems, runs) = world.recover_fully().await;
         tally.second_recovers += usize::from(runs > 1);
         problems.extend(world.off(&start.original).await);

@@ -115,15 +115,33 @@ async fn issue_36_the_operator_policy_runs_every_command_and_only_the_admin_poli
     assert_eq!(snapshot(&sdk).await, original, "a refused run changed the estate");
     assert!(!table_exists(&sdk).await);
 
-    // `init` under the admin policy alone; the operator cannot run it (nor turn protection off).
+    // `init` under the admin policy alone. On a protected journal, the operator's `init` has
+    // nothing to do; on one whose protection someone turned off, it cannot turn it back on (nor,
+    // with the same actions denied, off), and the admin's can.
     run_as(&proxy, &admin, &["init"]).expect_code(0);
-    let again = run_as(&proxy, &operator, &["init"]);
-    assert_ne!(again.code, 0, "{again:?}");
+    let idle = run_as(&proxy, &operator, &["init"]).expect_code(0);
+    assert!(idle.stdout.contains("nothing to do"), "{idle:?}");
+    aws_sdk_dynamodb::Client::new(&sdk)
+        .update_continuous_backups()
+        .table_name(common::TABLE)
+        .point_in_time_recovery_specification(
+            aws_sdk_dynamodb::types::PointInTimeRecoverySpecification::builder()
+                .point_in_time_recovery_enabled(false)
+                .build()
+                .expect("a specification"),
+        )
+        .send()
+        .await
+        .expect("UpdateContinuousBackups");
+    let refused = run_as(&proxy, &operator, &["init"]);
+    assert_ne!(refused.code, 0, "{refused:?}");
     assert!(
-        again.stderr.contains("fixtures/iam-admin-policy.json"),
+        refused.stderr.contains("dynamodb:UpdateContinuousBackups")
+            && refused.stderr.contains("fixtures/iam-admin-policy.json"),
         "{}",
-        again.stderr
+        refused.stderr
     );
+    run_as(&proxy, &admin, &["init"]).expect_code(0);
 
     // Every command under the operator policy, on the whole sample estate.
     let evacuated = run_as(
@@ -265,17 +283,21 @@ async fn issue_36_each_kind_calls_only_the_actions_it_declares() {
     estate::seed(&sdk, &spec).await;
     common::azevac(&moto, &["init"]).expect_code(0);
     let original = snapshot(&sdk).await;
-    let kinds = [
-        "asg",
-        "ecs",
-        "lambda",
-        "nat",
-        "batch",
-        "vpc-endpoint",
-        "eventbridge",
-        "scheduler",
+    // Every registered kind but those whose calls moto does not check here, each with why; a kind
+    // registered later is held to its declaration unless it is named here.
+    let unchecked = [
+        ("eks", "its changes go to Kubernetes, not AWS"),
+        ("karpenter", "its changes go to Kubernetes, not AWS"),
+        ("zonal-shift", "moto has no ARC: the proxy answers it"),
+        ("db", "not in the sample estate (tests/it/db.rs and db_cache.rs)"),
     ];
-    for kind in kinds {
+    let kinds: Vec<&str> = azevac::plugins::REGISTRY
+        .iter()
+        .map(|r| r.name)
+        .filter(|name| !unchecked.iter().any(|(kind, _)| kind == name))
+        .collect();
+    assert!(kinds.len() >= 8, "{kinds:?}");
+    for kind in kinds.iter().copied() {
         let registration = azevac::plugins::REGISTRY
             .iter()
             .find(|r| r.name == kind)
