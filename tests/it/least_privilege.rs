@@ -168,24 +168,7 @@ async fn issue_36_the_operator_policy_runs_every_command_and_only_the_admin_poli
 /// A member account, as the tests' root reaches it: a session (named `root`, which moto leaves
 /// unchecked) of a role there.
 async fn root_in(sdk: &aws_config::SdkConfig, account: &str) -> aws_config::SdkConfig {
-    let out = aws_sdk_sts::Client::new(sdk)
-        .assume_role()
-        .role_arn(format!("arn:aws:iam::{account}:role/root"))
-        .role_session_name("root")
-        .send()
-        .await
-        .expect("AssumeRole");
-    let c = out.credentials().expect("credentials");
-    let credentials = aws_sdk_sts::config::Credentials::new(
-        c.access_key_id(),
-        c.secret_access_key(),
-        Some(c.session_token().to_owned()),
-        None,
-        "root",
-    );
-    sdk.to_builder()
-        .credentials_provider(aws_sdk_sts::config::SharedCredentialsProvider::new(credentials))
-        .build()
+    common::in_account_as(sdk, account, "root", "root").await
 }
 
 /// The member role's statements: the operator policy's less those that act in the operator's

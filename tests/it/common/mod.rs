@@ -49,11 +49,16 @@ pub async fn sdk_at(endpoint: &str) -> SdkConfig {
 /// The SDK configuration of `account` in moto, reached the way azevac reaches it: AssumeRole into
 /// its azevac role (moto serves every account on one server, in the account the role's ARN names).
 pub async fn in_account(operator: &SdkConfig, account: &str) -> SdkConfig {
+    in_account_as(operator, account, "azevac", "seed").await
+}
+
+/// The SDK configuration of a session named `session` of `role` in `account`.
+pub async fn in_account_as(operator: &SdkConfig, account: &str, role: &str, session: &str) -> SdkConfig {
     use aws_sdk_sts::config::{Credentials, SharedCredentialsProvider};
     let out = aws_sdk_sts::Client::new(operator)
         .assume_role()
-        .role_arn(format!("arn:aws:iam::{account}:role/azevac"))
-        .role_session_name("seed")
+        .role_arn(format!("arn:aws:iam::{account}:role/{role}"))
+        .role_session_name(session)
         .send()
         .await
         .expect("AssumeRole");
