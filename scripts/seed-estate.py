@@ -48,7 +48,11 @@ def seed(spec):
         vpc_id = ec2.create_vpc(CidrBlock=vpc["cidr"])["Vpc"]["VpcId"]
         a, b = vpc["cidr"].split(".")[:2]
         for i, zone in enumerate(vpc["zones"]):
-            subnet = ec2.create_subnet(VpcId=vpc_id, CidrBlock=f"{a}.{b}.{i * 16}.0/20", AvailabilityZoneId=zone)
+            # Named as people name them, for the tables that show names (`-o wide`).
+            name = {"ResourceType": "subnet", "Tags": [{"Key": "Name", "Value": f"{vpc['name']}-{zone}"}]}
+            subnet = ec2.create_subnet(
+                VpcId=vpc_id, CidrBlock=f"{a}.{b}.{i * 16}.0/20", AvailabilityZoneId=zone, TagSpecifications=[name]
+            )
             subnets[(vpc["name"], zone)] = subnet["Subnet"]["SubnetId"]
         group = ec2.create_security_group(GroupName=f"{vpc['name']}-app", Description="azevac sample", VpcId=vpc_id)
         security_groups[vpc["name"]] = group["GroupId"]

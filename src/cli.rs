@@ -38,8 +38,9 @@ pub struct Global {
     /// DynamoDB journal table.
     #[arg(long, global = true, env = "AZEVAC_TABLE", hide_env_values = true, default_value = DEFAULT_TABLE)]
     pub table: String,
-    /// Output format: a table for people, or exactly one JSON document on stdout.
-    #[arg(long, global = true, default_value = "table", value_parser = output_parser())]
+    /// Output format: a table for people (`wide`: with every identifier), or exactly one JSON
+    /// document on stdout.
+    #[arg(long, short = 'o', global = true, default_value = "table", value_parser = output_parser())]
     pub output: Output,
     /// Resources of each type changed at the same time; the types are changed side by side, as each
     /// service has its own quota (in each account, with --accounts). 1: one resource at a time, in
@@ -92,10 +93,16 @@ pub use crate::model::Output;
 fn output_parser() -> impl clap::builder::TypedValueParser<Value = Output> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
     PossibleValuesParser::new([
-        PossibleValue::new("table").help("A table and a summary line"),
+        PossibleValue::new("table").help("A table that fits the screen (COLUMNS, else the terminal), and a summary"),
+        PossibleValue::new("wide")
+            .help("The same table with every identifier in full: ARNs, subnet IDs with their Name tags, whole reasons"),
         PossibleValue::new("json").help("One JSON document"),
     ])
-    .map(|word| if word == "json" { Output::Json } else { Output::Table })
+    .map(|word| match word.as_str() {
+        "json" => Output::Json,
+        "wide" => Output::Wide,
+        _ => Output::Table,
+    })
 }
 
 /// The whole command line: these definitions, and each kind's own flags on the commands that
@@ -154,6 +161,19 @@ pub fn parse() -> Cli {
 }
 
 impl Command {
+    /// `--show-skipped`, on the commands that print a plan.
+    pub fn show_skipped(&self) -> bool {
+        match self {
+            Command::Evacuate(Evacuate { confirm, .. })
+            | Command::Recover(Recover { confirm, .. })
+            | Command::Shift(Shift::Start(ShiftStart { confirm, .. }))
+            | Command::Shift(Shift::Cancel(ShiftCancel { confirm, .. }))
+            | Command::Shift(Shift::Extend(ShiftExtend { confirm, .. })) => confirm.show_skipped,
+            Command::Apply(args) => args.show_skipped,
+            _ => false,
+        }
+    }
+
     /// The AZ ID the command names, if any: it also says which region the command is about.
     pub fn az_id(&self) -> Option<&str> {
         match self {
@@ -222,6 +242,9 @@ pub struct Confirm {
     /// Do not ask for confirmation (required when stdin is not a terminal).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// List every skipped line of the plan: a plan with more than 20 counts them by reason.
+    #[arg(long)]
+    pub show_skipped: bool,
 }
 
 /// `--wait` and `--wait-timeout`, shared by the commands that change things.
@@ -582,6 +605,9 @@ pub struct Apply {
     /// Do not ask for confirmation (required when stdin is not a terminal).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// List every skipped line of the plan: a plan with more than 20 counts them by reason.
+    #[arg(long)]
+    pub show_skipped: bool,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub wait: Wait,

@@ -232,6 +232,23 @@ pub async fn sites_where(ec2: &aws_sdk_ec2::Client, name: &str, values: &[String
         .collect())
 }
 
+/// The Name tag of each of these subnets that has one (for `-o wide`). Batched like
+/// [`locate_subnets`]: one call per 200 subnets.
+pub async fn subnet_names(
+    ec2: &aws_sdk_ec2::Client,
+    subnet_ids: &BTreeSet<String>,
+) -> Result<BTreeMap<String, String>> {
+    let ids: Vec<String> = subnet_ids.iter().cloned().collect();
+    let found = chunked("subnet-id", &ids, |filter| subnets_where(ec2, filter)).await?;
+    Ok(found
+        .into_iter()
+        .filter_map(|s| {
+            let name = s.tags().iter().find(|t| t.key() == Some("Name"))?.value()?.to_owned();
+            Some((s.subnet_id?, name))
+        })
+        .collect())
+}
+
 /// The free IP addresses (`AvailableIpAddressCount`) of each of these subnets that still exists.
 /// Batched like [`locate_subnets`]: one call per 200 subnets.
 pub async fn free_ips(ec2: &aws_sdk_ec2::Client, subnet_ids: &BTreeSet<String>) -> Result<BTreeMap<String, u64>> {

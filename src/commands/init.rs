@@ -21,18 +21,26 @@ pub async fn run(ctx: &Context) -> Result<i32> {
                 })
             );
         }
-        (_, true) => println!(
-            "created journal table {table} in {} (deletion protection and point-in-time recovery on)",
-            ctx.region
-        ),
-        (_, false) if turned_on.is_empty() => {
-            println!("journal table {table} already exists in {}: nothing to do", ctx.region)
+        (output, created) => {
+            let said = match created {
+                true => format!(
+                    "created journal table {table} in {} (deletion protection and point-in-time recovery on)",
+                    ctx.region
+                ),
+                false if turned_on.is_empty() => {
+                    format!("journal table {table} already exists in {}: nothing to do", ctx.region)
+                }
+                false => format!(
+                    "journal table {table} already exists in {}: turned on {}",
+                    ctx.region,
+                    turned_on.join(" and ")
+                ),
+            };
+            print!(
+                "{}",
+                crate::report::layout::wrap("", &said, crate::report::View::of(output).width)
+            );
         }
-        (_, false) => println!(
-            "journal table {table} already exists in {}: turned on {}",
-            ctx.region,
-            turned_on.join(" and ")
-        ),
     }
     Ok(EXIT_OK)
 }

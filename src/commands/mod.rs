@@ -62,6 +62,8 @@ pub struct Context {
     pub pacing: crate::pacing::Limits,
     /// This run's ID: in every record it writes, and the session name of every role it assumes.
     pub run_id: String,
+    /// `--show-skipped`: list every skipped line of a plan.
+    pub show_skipped: bool,
 }
 
 impl Context {
@@ -91,6 +93,7 @@ impl Context {
             account_concurrency: usize::from(global.account_concurrency),
             pacing,
             run_id: uuid::Uuid::new_v4().to_string(),
+            show_skipped: false,
             sdk,
         })
     }
@@ -119,11 +122,49 @@ impl Context {
         }
     }
 
+    /// How the operator asked to see `plan`: fitted to the screen, or with every identifier (then
+    /// with the Name tags of its subnets, read in one batched call).
+    pub async fn view(&self, plan: &Plan) -> crate::report::View {
+        let subnets = plan.items.iter().flat_map(|i| {
+            [&i.removed_subnets, &i.restored_subnets]
+                .into_iter()
+                .flatten()
+                .flatten()
+                .chain(&i.resulting_subnets)
+        });
+        crate::report::View {
+            show_skipped: self.show_skipped,
+            subnet_names: self.subnet_names(subnets).await,
+            ..crate::report::View::of(self.output)
+        }
+    }
+
+    /// With `-o wide`, the Name tag of each of these subnets that has one in the caller's account;
+    /// none otherwise. Names only decorate: a read that fails is a warning, and the IDs stand alone.
+    pub async fn subnet_names<'a>(
+        &self,
+        ids: impl Iterator<Item = &'a String>,
+    ) -> std::collections::BTreeMap<String, String> {
+        let ids: std::collections::BTreeSet<String> = ids.cloned().collect();
+        if self.output != Output::Wide || ids.is_empty() {
+            return Default::default();
+        }
+        let ec2 = crate::client!(aws_sdk_ec2, &self.sdk);
+        crate::topology::subnet_names(&ec2, &ids).await.unwrap_or_else(|e| {
+            crate::say!(
+                "azevac: warning: could not read the subnets' Name tags: {}",
+                crate::report::clean(&describe(&e))
+            );
+            Default::default()
+        })
+    }
+
     /// Print the plan without changing anything (a dry run, or nothing to do); returns the exit code.
-    pub fn print_only(&self, prepared: Fanout, dry_run: bool) -> i32 {
+    pub async fn print_only(&self, prepared: Fanout, dry_run: bool) -> i32 {
         let Fanout { mut plan, phases, .. } = prepared;
         self.attach_stats(&mut plan, &phases);
-        crate::report::print(&plan, self.output, crate::report::Phase::Plan { dry_run });
+        let view = self.view(&plan).await;
+        crate::report::print(&plan, self.output, crate::report::Phase::Plan { dry_run }, &view);
         // A plan with a type that could not be planned, or a line that failed at planning, is not
         // the whole plan: a dry run in CI must notice.
         exit_code(&plan)
@@ -153,11 +194,12 @@ impl Context {
             // Nothing to change is still a failure when a line failed at planning or a journal
             // item could not be read.
             let code = exit_code(&prepared.plan);
-            self.print_only(prepared, false);
+            self.print_only(prepared, false).await;
             return Ok(code);
         }
-        if self.output == Output::Table {
-            crate::report::print(plan, self.output, crate::report::Phase::Plan { dry_run: false });
+        if self.output != Output::Json {
+            let view = self.view(plan).await;
+            crate::report::print(plan, self.output, crate::report::Phase::Plan { dry_run: false }, &view);
         }
         let question = match plan.command {
             Command::Evacuate => format!(
@@ -211,7 +253,8 @@ impl Context {
             .publish(&crate::notify::ended(&plan, &audit, started.elapsed()))
             .await;
         self.attach_stats(&mut plan, &phases);
-        crate::report::print(&plan, self.output, crate::report::Phase::Result);
+        let view = self.view(&plan).await;
+        crate::report::print(&plan, self.output, crate::report::Phase::Result, &view);
         Ok(settings.interrupt.exit_code().unwrap_or_else(|| exit_code(&plan)))
     }
 
@@ -304,7 +347,8 @@ pub async fn run(cli: &cli::Cli) -> Result<i32> {
         }
         _ => {}
     }
-    let ctx = Context::connect(&cli.global, cli.command.az_id()).await?;
+    let mut ctx = Context::connect(&cli.global, cli.command.az_id()).await?;
+    ctx.show_skipped = cli.command.show_skipped();
     match &cli.command {
         cli::Command::Init => init::run(&ctx).await,
         cli::Command::Evacuate(args) => evacuate::run(&ctx, args).await,

@@ -18,7 +18,7 @@ pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
         )
         .await?;
     if args.confirm.dry_run {
-        return Ok(ctx.print_only(prepared, true));
+        return Ok(ctx.print_only(prepared, true).await);
     }
     ctx.carry_out_notifying(prepared, args.confirm.yes, &args.wait, &args.notify.topics)
         .await

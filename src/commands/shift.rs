@@ -37,7 +37,7 @@ pub async fn run(ctx: &Context, command: &cli::Shift) -> Result<i32> {
     };
     let prepared = ctx.prepare(command, az_id, &request, None).await?;
     if confirm.dry_run {
-        return Ok(ctx.print_only(prepared, true));
+        return Ok(ctx.print_only(prepared, true).await);
     }
     ctx.carry_out(prepared, confirm.yes, &no_wait).await
 }
@@ -52,7 +52,7 @@ async fn extend(
 ) -> Result<i32> {
     let prepared = ctx.prepare(Command::Evacuate, Some(az_id), request, None).await?;
     if confirm.dry_run {
-        return Ok(ctx.print_only(prepared, true));
+        return Ok(ctx.print_only(prepared, true).await);
     }
     ctx.carry_out(prepared, confirm.yes, no_wait).await
 }

@@ -64,7 +64,7 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     };
     // What each record says was done, in the operator's words, as its kind reads it: a record
     // whose actions this version cannot read is a problem, never shown as a guess.
-    if ctx.output == crate::model::Output::Table {
+    if ctx.output != crate::model::Output::Json {
         for record in &mut records {
             let describe = crate::plugins::REGISTRY
                 .iter()
@@ -78,7 +78,8 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
         }
     }
     let locks = ctx.journal.locks().await?;
-    report::print_status(&records, &shifts, &locks, &problems, ctx.output);
+    let names = ctx.subnet_names(records.iter().flat_map(|r| &r.removed_subnets)).await;
+    report::print_status(&records, &shifts, &locks, &problems, ctx.output, names);
     // An item that cannot be read is a failure to report, as in every other command.
     let expiring = args
         .fail_if_expiring

@@ -180,6 +180,11 @@ pub struct Item {
     /// Recover: where what the record names lies now, as the line's kind read it.
     #[serde(skip)]
     pub placement: Placement,
+    /// What the line does in a few words, as its kind says it for the plan table (`route ->
+    /// nat-0d2f (use1-az1)`, `fail over to db-2 (use1-az4)`), where `reason` says it at length;
+    /// none: the table counts the subnets, or shows the actions.
+    #[serde(skip)]
+    pub change: Option<String>,
 }
 
 impl Item {
@@ -207,6 +212,7 @@ impl Item {
             record: None,
             unfinished: false,
             placement: Placement::default(),
+            change: None,
         }
     }
 
@@ -420,8 +426,10 @@ impl Request {
 /// How results are printed on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
-    /// A table and a summary line.
+    /// A table that fits the screen, and a summary.
     Table,
+    /// The same table with every identifier in full (ARNs, subnet IDs and their Name tags).
+    Wide,
     /// One JSON document.
     Json,
 }

@@ -14,17 +14,19 @@ use common::estate;
 use common::events::Placed;
 use common::{snapshot, unordered, Moto, Snapshot};
 
-/// Subnet ID → "CIDR@AZ ID" and security group ID → its name, for one emulator.
+/// Subnet ID → "CIDR@AZ ID Name" and security group ID → its name, for one emulator.
 async fn names(sdk: &aws_config::SdkConfig) -> BTreeMap<String, String> {
     let ec2 = aws_sdk_ec2::Client::new(sdk);
     let mut names = BTreeMap::new();
     for subnet in ec2.describe_subnets().send().await.expect("DescribeSubnets").subnets() {
+        let tag = subnet.tags().iter().find(|t| t.key() == Some("Name"));
         names.insert(
             subnet.subnet_id().unwrap_or_default().to_owned(),
             format!(
-                "{}@{}",
+                "{}@{} {}",
                 subnet.cidr_block().unwrap_or_default(),
-                subnet.availability_zone_id().unwrap_or_default()
+                subnet.availability_zone_id().unwrap_or_default(),
+                tag.and_then(|t| t.value()).unwrap_or_default()
             ),
         );
     }

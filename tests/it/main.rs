@@ -30,6 +30,7 @@ mod least_privilege;
 mod log_format;
 mod nat;
 mod notify;
+mod output;
 mod pace;
 mod parsers;
 mod promise;

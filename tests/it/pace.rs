@@ -90,7 +90,7 @@ async fn the_zone_is_paced_out_and_only_our_suspension_is_resumed() {
     .expect_code(0);
     assert!(
         plan.stdout
-            .contains("(+ suspend:AZRebalance, terminate:3 in the zone, 1 at a time)"),
+            .contains("-1 subnet, 2 left; suspend:AZRebalance, terminate:3 in the zone, 1 at a time"),
         "{}",
         plan.stdout
     );

@@ -263,11 +263,13 @@ pub fn evacuation(
             Decision::Move(failover) => {
                 item.take_actions(&failover.actions());
                 item.reason = Some(failover.describe());
+                item.change = Some(format!("fail over to {} ({})", failover.to, failover.to_az));
                 target.set_detail(&failover);
             }
             Decision::Restore(failover, why) => {
                 item.take_actions(&failover.actions());
                 item.reason = Some(restore_words(&failover, &why));
+                item.change = Some(format!("fail over to {} ({})", failover.to, failover.to_az));
                 target.set_detail(&failover);
             }
         }
@@ -411,6 +413,7 @@ pub fn recovery(record: &Record, db: Option<&Database>, failback: bool, forget_m
 /// Plan `failover` on a recovery line: why, and the failover as its target's detail.
 fn plan_failover(item: &mut Item, db: &Database, failover: &Failover, reason: String) {
     item.reason = Some(reason);
+    item.change = Some(format!("fail back to {} ({})", failover.to, failover.to_az));
     let mut target = Resource {
         resource_type: TYPE,
         id: db.arn.clone(),

@@ -125,6 +125,18 @@ pub fn journal_actions(changes: &[Change]) -> Vec<Action> {
         .collect()
 }
 
+/// The changes in a few words, for the plan table: `route -> nat-b (use1-az1)`, or `2 routes ->
+/// nat-b (use1-az1)` when they all go to one NAT gateway.
+fn change_words(changes: &[Change]) -> String {
+    let mut targets: Vec<String> = changes.iter().map(|c| format!("{} ({})", c.to, c.to_az)).collect();
+    targets.dedup();
+    let routes = match changes.len() {
+        1 => "route".to_owned(),
+        n => format!("{n} routes"),
+    };
+    format!("{routes} -> {}", targets.join(", "))
+}
+
 /// The changes in the operator's words: `0.0.0.0/0: nat-a -> nat-b (use1-az1)`.
 fn describe_changes(changes: &[Change], from_az: &str) -> String {
     changes
@@ -166,6 +178,7 @@ pub(super) fn apply_decision(item: &mut Item, decision: Decision, table: &RouteT
         }
         Decision::Move(changes, unmoved) => {
             item.take_actions(&journal_actions(&changes));
+            item.change = Some(change_words(&changes));
             let mut reason = describe_changes(&changes, az_id);
             if !unmoved.is_empty() {
                 reason = format!("{reason}; {}", unmoved.join("; "));
@@ -315,6 +328,7 @@ pub fn recovery(record: &Record, table: Option<&RouteTable>, nats: &Estate, forg
         return item;
     }
     item.reason = (!reason.is_empty()).then_some(reason);
+    item.change = (!changes.is_empty()).then(|| change_words(&changes));
     item.actions = Some(
         changes
             .iter()

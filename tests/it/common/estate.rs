@@ -280,11 +280,22 @@ pub async fn seed(sdk: &SdkConfig, spec: &Spec) -> Seeded {
             .to_owned();
         let prefix: Vec<&str> = vpc.cidr.split('.').take(2).collect();
         for (i, zone) in vpc.zones.iter().enumerate() {
+            // Named as people name them, for the tables that show names (`-o wide`).
+            let name = aws_sdk_ec2::types::Tag::builder()
+                .key("Name")
+                .value(format!("{}-{zone}", vpc.name))
+                .build();
             let subnet_id = ec2
                 .create_subnet()
                 .vpc_id(&vpc_id)
                 .cidr_block(format!("{}.{}.{}.0/20", prefix[0], prefix[1], i * 16))
                 .availability_zone_id(zone)
+                .tag_specifications(
+                    aws_sdk_ec2::types::TagSpecification::builder()
+                        .resource_type(aws_sdk_ec2::types::ResourceType::Subnet)
+                        .tags(name)
+                        .build(),
+                )
                 .send()
                 .await
                 .expect("CreateSubnet")

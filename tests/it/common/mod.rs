@@ -128,6 +128,8 @@ pub fn command(endpoint: &str, args: &[&str], env: &[(&str, Option<&str>)]) -> C
         .env_remove("RUST_LOG")
         .env_remove("AWS_MAX_ATTEMPTS")
         .env_remove("AWS_RETRY_MODE")
+        // Tables fit COLUMNS when it is set: the tests read them whole, as a pipe gets them.
+        .env_remove("COLUMNS")
         .stdin(Stdio::null());
     for (key, value) in env {
         match value {
