@@ -624,6 +624,83 @@ fn issue_37_every_command_in_the_manual_parses() {
     assert!(refused.is_empty(), "commands clap refuses:\n{}", refused.join("\n"));
 }
 
+/// Flags of other tools that README and the manual name: cargo's and cargo test's, the benchmark
+/// scripts' (bench/), the AWS CLI's and kubectl's. `--show-skipped` comes with the compact plan table
+/// of issue 37 (its other half).
+const OTHER_FLAGS: [&str; 19] = [
+    "--all-targets",
+    "--big",
+    "--binary",
+    "--context",
+    "--emulator",
+    "--groups",
+    "--locked",
+    "--name",
+    "--nocapture",
+    "--node-group-id",
+    "--path",
+    "--replication-group-id",
+    "--resources",
+    "--rows",
+    "--runs",
+    "--show-skipped",
+    "--skip-peer",
+    "--test",
+    "--unfixed-size",
+];
+
+/// Every long flag of every command, the kinds' own included.
+fn azevac_flags() -> BTreeSet<String> {
+    let mut flags = BTreeSet::new();
+    let mut commands = vec![azevac::cli::command()];
+    while let Some(command) = commands.pop() {
+        flags.extend(
+            command
+                .get_arguments()
+                .filter_map(|a| a.get_long())
+                .map(|l| format!("--{l}")),
+        );
+        commands.extend(command.get_subcommands().cloned());
+    }
+    flags.extend(["--help", "--version"].map(String::from));
+    flags
+}
+
+/// Every `--flag` README and the manual name, in prose or code, is one of azevac's (or another
+/// tool's, [`OTHER_FLAGS`]): a flag renamed or removed cannot linger in the manual.
+#[test]
+fn issue_37_every_flag_the_manual_names_is_azevacs() {
+    let known = azevac_flags();
+    let mut unknown = Vec::new();
+    for page in all_pages() {
+        let text = read(&page);
+        for (n, line) in text.lines().enumerate() {
+            let mut rest = line;
+            while let Some(at) = rest.find("--") {
+                let before = rest[..at].chars().next_back();
+                rest = &rest[at + 2..];
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')
+                    .collect();
+                let flag = format!("--{name}");
+                let word = before.is_some_and(|c| c.is_alphanumeric() || c == '-');
+                if word || !name.starts_with(|c: char| c.is_ascii_lowercase()) {
+                    continue;
+                }
+                if !known.contains(&flag) && !OTHER_FLAGS.contains(&flag.as_str()) {
+                    unknown.push(format!("{}:{}: {flag}", shown(&page), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "flags azevac does not have:\n{}",
+        unknown.join("\n")
+    );
+}
+
 /// The parts of the scan find what they are for.
 #[test]
 fn issue_37_the_scans_read_markdown_as_written() {
