@@ -493,6 +493,20 @@ fn issue_37_every_page_is_reachable_from_the_summary() {
             registration.name,
             registration.name
         );
+        // What the operator looks for on every kind's page.
+        let headings = slugs(&read(&page));
+        let permissions = if registration.is_kubernetes() {
+            "kubernetes-permissions"
+        } else {
+            "iam-actions"
+        };
+        for heading in ["what-it-changes", "what-it-cannot", permissions, "journal"] {
+            assert!(
+                headings.contains(heading),
+                "docs/src/kinds/{}.md has no section #{heading}",
+                registration.name
+            );
+        }
     }
 }
 
