@@ -472,6 +472,24 @@ fn issue_37_every_internal_link_resolves() {
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
 
+/// Issue 37: README stays the front page — what azevac is, the quick start, install, the walkthrough and
+/// links — and the manual holds the rest.
+#[test]
+fn issue_37_readme_is_short() {
+    let readme = read(&root().join("README.md"));
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 150,
+        "README.md has {lines} lines: move the detail into docs/src"
+    );
+    for command in ["scripts/demo", "scripts/test"] {
+        assert!(
+            readme.contains(&format!("\n{command} ")),
+            "README's quick start lacks {command}"
+        );
+    }
+}
+
 /// Every page of the manual is in SUMMARY.md (mdBook leaves out the others), and every registered
 /// kind has its page there.
 #[test]
