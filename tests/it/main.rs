@@ -14,6 +14,7 @@ mod conformance;
 mod db;
 mod db_cache;
 mod demo_seed;
+mod docs;
 mod doctor;
 mod ecs_lambda;
 mod eks;

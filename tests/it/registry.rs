@@ -1,7 +1,8 @@
-//! Lists of kinds come from the registry (issue 32): every list of types in README and in the
-//! `--help` text names exactly the registered types, and the IAM policy and the member-account role
-//! grant exactly the actions the registered types and the core need, no more. A new kind brings its
-//! name and its IAM actions in its registry line; these tests name no kind.
+//! Lists of kinds come from the registry (issue 32): every list of types in README, in the manual
+//! (docs/src, issue 37) and in the `--help` text names exactly the registered types, and the IAM
+//! policy and the member-account role grant exactly the actions the registered types and the core
+//! need, no more. A new kind brings its name and its IAM actions in its registry line; these tests
+//! name no kind.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -103,6 +104,28 @@ fn issue_32_readmes_lists_of_types_are_the_registry() {
     assert!(
         stale.is_empty(),
         "README.md, lists of types that are not the registry's:\n{}",
+        stale.join("\n")
+    );
+}
+
+/// Issue 37: the manual's pages (docs/src) hold no stale list of types either; a list of every type
+/// is rarely needed there, as the table of kinds is generated from the registry.
+#[test]
+fn issue_37_the_manuals_lists_of_types_are_the_registry() {
+    let pages = crate::docs::manual_pages();
+    assert!(pages.len() >= 20, "the scan found too few pages: {pages:?}");
+    let mut stale = Vec::new();
+    for page in pages {
+        let text = std::fs::read_to_string(&page).unwrap_or_else(|e| panic!("{}: {e}", page.display()));
+        stale.extend(
+            stale_lists(&text)
+                .into_iter()
+                .map(|s| format!("{}: {s}", page.display())),
+        );
+    }
+    assert!(
+        stale.is_empty(),
+        "lists of types in the manual that are not the registry's:\n{}",
         stale.join("\n")
     );
 }
