@@ -301,7 +301,7 @@ impl Error {
         if chain.contains("not included in your current license plan") {
             return Error::BadInput(format!(
                 "{operation}: the emulator's license plan does not include this service; \
-                 use a plan that includes it, or moto server (see README)"
+                 use a plan that includes it, or moto server (see the manual's Troubleshooting page)"
             ));
         }
         let source: BoxError = Box::new(err);

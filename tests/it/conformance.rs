@@ -15,7 +15,7 @@
 //! watched by the fake Kubernetes API server, in journal batches of three lines (`AZEVAC_BATCH`),
 //! so that six resources make two batches. A kind registered without a fixture fails
 //! `every_registered_kind_has_a_fixture`. The figures printed ("conformance: ...", with
-//! `--nocapture`) are the ones README's Reliability section quotes.
+//! `--nocapture`) are the ones the manual's Reliability page (docs/src/reliability.md) quotes.
 
 use crate::common;
 

@@ -657,9 +657,8 @@ fn issue_37_every_command_in_the_manual_parses() {
 }
 
 /// Flags of other tools that README and the manual name: cargo's and cargo test's, the benchmark
-/// scripts' (bench/), the AWS CLI's and kubectl's. `--show-skipped` comes with the compact plan table
-/// of issue 37 (its other half).
-const OTHER_FLAGS: [&str; 19] = [
+/// scripts' (bench/), the AWS CLI's and kubectl's.
+const OTHER_FLAGS: [&str; 18] = [
     "--all-targets",
     "--big",
     "--binary",
@@ -675,7 +674,6 @@ const OTHER_FLAGS: [&str; 19] = [
     "--resources",
     "--rows",
     "--runs",
-    "--show-skipped",
     "--skip-peer",
     "--test",
     "--unfixed-size",
@@ -768,7 +766,8 @@ fn issue_37_the_scans_read_markdown_as_written() {
 /// Run the marked blocks of `page` in order, as written, against a moto server seeded with the
 /// sample estate (fixtures/sample-estate.json): each line through `sh -c` in a scratch folder, with
 /// the test binary first on PATH and the environment every test runs azevac with
-/// ([`common::command`]). Each must exit as its comment says.
+/// ([`common::command`]), on an 80-column screen. Each must exit as its comment says, and print
+/// no line wider than the screen.
 async fn run_as_written(page: &str) {
     let text = read(&root().join(page));
     let lines: Vec<(usize, String, i32)> = commands(&text)
@@ -814,14 +813,19 @@ async fn run_as_written(page: &str) {
                 None => shell.env_remove(key),
             };
         }
-        shell.env("PATH", &path);
+        shell.env("PATH", &path).env("COLUMNS", "80");
         let out = shell.output().expect("run sh");
+        let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             out.status.code(),
             Some(code),
-            "{page}:{line}: {command}\nstdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stdout),
+            "{page}:{line}: {command}\nstdout:\n{stdout}\nstderr:\n{}",
             String::from_utf8_lossy(&out.stderr)
+        );
+        let wider: Vec<&str> = stdout.lines().filter(|l| l.chars().count() > 80).collect();
+        assert!(
+            wider.is_empty(),
+            "{page}:{line}: {command}: wider than 80 columns: {wider:#?}\n{stdout}"
         );
     }
 }

@@ -1,7 +1,8 @@
-//! What the operator reads fits the screen (issue 37): on the sample estate at 80 columns, no line
-//! of `doctor`, the plan, the result, `status`, `exposure` or the recovery is wider than the screen,
-//! and each resource is one row; `-o wide` names every subnet by ID and Name tag; piped output is
-//! never cut.
+//! What the operator reads fits the screen (issue 37): on the sample estate at 80 columns each
+//! resource is one row, and the reason every record shares is written once; `-o wide` names every
+//! subnet by ID and Name tag; piped output is never cut. (That no line of README's walkthrough and
+//! the runbook, `doctor`, `exposure`, `status` and recover among them, is wider than 80 columns is
+//! checked where they run as written: tests/it/docs.rs.)
 
 use crate::common;
 
@@ -26,18 +27,10 @@ fn wider(text: &str, width: usize) -> Vec<&str> {
 }
 
 #[tokio::test]
-async fn the_sample_estate_fits_80_columns_and_wide_names_every_subnet() {
+async fn one_row_per_resource_at_80_columns_and_wide_names_every_subnet() {
     let moto = Moto::start();
     let sdk = common::sdk(&moto).await;
     let seeded = estate::seed(&sdk, &sample_estate()).await;
-    at_80(&moto, &["init"], 0);
-
-    let doctor = at_80(&moto, &["doctor", "--az-id", ZONE], 0);
-    assert_eq!(wider(&doctor, 80), Vec::<&str>::new(), "{doctor}");
-    // moto has no zonal shift API: exposure says so in a problem line, and exits 1.
-    let exposure = at_80(&moto, &["exposure", "--az-id", ZONE], 1);
-    assert_eq!(wider(&exposure, 80), Vec::<&str>::new(), "{exposure}");
-
     let plan = at_80(&moto, &["evacuate", "--az-id", ZONE, "--dry-run"], 0);
     assert_eq!(wider(&plan, 80), Vec::<&str>::new(), "{plan}");
     // One row per resource: every resource of the plan's JSON on exactly one line of the table.
@@ -94,12 +87,6 @@ async fn the_sample_estate_fits_80_columns_and_wide_names_every_subnet() {
         .expect_code(0)
         .stdout;
     assert!(status_wide.contains(&format!("{taken} (prod-{ZONE})")), "{status_wide}");
-
-    let again = at_80(&moto, &["evacuate", "--az-id", ZONE, "--yes"], 0);
-    assert!(again.contains("nothing to do"), "{again}");
-    let recover = at_80(&moto, &["recover", "--az-id", ZONE, "--yes"], 0);
-    assert_eq!(wider(&recover, 80), Vec::<&str>::new(), "{recover}");
-    assert!(recover.contains("+1 subnet, 3 after"), "{recover}");
 }
 
 /// Output to a pipe or a file (no COLUMNS, no terminal) is never cut, however long a name is.

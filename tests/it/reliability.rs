@@ -1,7 +1,7 @@
 //! Reliability (issue 5): whatever happens — a SIGKILL at any call, throttling, a call that keeps
 //! failing, two operators at once, two zones — no removed subnet is ever forgotten and `recover`
 //! puts back exactly what was taken. The figures printed here ("reliability: ...") are the ones
-//! README's Reliability section quotes; run with `--nocapture` to see them.
+//! the manual's Reliability page (docs/src/reliability.md) quotes; run with `--nocapture` to see them.
 //! The kill-point sweeps run every type at once and kill it at every journal write and every change
 //! through AWS (the proxy, tests/it/common/proxy.rs), Kubernetes (the fake API server,
 //! tests/it/common/kube.rs) and ARC (the fake the proxy answers, tests/it/common/zonal.rs), and at a
