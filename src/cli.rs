@@ -660,6 +660,9 @@ pub struct Exposure {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub kube: KubeAccess,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub accounts: Accounts,
 }
 
 /// `azevac doctor`.
@@ -671,6 +674,9 @@ pub struct Doctor {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub kube: KubeAccess,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub accounts: Accounts,
 }
 
 fn parse_tag(text: &str) -> Result<(String, String), String> {

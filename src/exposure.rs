@@ -30,8 +30,8 @@ pub struct Where<'a> {
 pub struct Kind {
     /// The finding's `kind`.
     pub name: &'static str,
-    /// The IAM actions its reads need (the IAM policy's test counts them; `exposure` runs in the
-    /// operator's account only, so the member role does not grant them).
+    /// The IAM actions its reads need (the IAM policy and, for `exposure --accounts`, the member
+    /// role grant them; tests/it/registry.rs counts them).
     pub iam_actions: &'static [&'static str],
     /// Reads its findings.
     pub read: for<'a> fn(Where<'a>) -> BoxFuture<'a, Result<Vec<Finding>>>,

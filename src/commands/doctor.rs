@@ -55,7 +55,8 @@ pub async fn run(ctx: &Context, args: &cli::Doctor) -> Result<i32> {
         checks.push(subnets(ctx).await);
         checks.extend(journal(ctx).await);
         checks.extend(shift_expiries(ctx).await);
-        checks.extend(types(ctx, args).await);
+        checks.extend(types(ctx, args, None).await);
+        checks.extend(accounts(ctx, args).await);
     }
     crate::report::print_checks(&checks, ctx.output);
     Ok(if check::any_failed(&checks) {
@@ -262,19 +263,84 @@ async fn shift_expiries(ctx: &Context) -> Option<Check> {
     ))
 }
 
-/// Each registered type's own read checks (its plugin built as a run would build it).
-async fn types(ctx: &Context, args: &cli::Doctor) -> Vec<Check> {
+/// `--accounts`: each account's role assumed, then in each what a run reads there (the zones, the
+/// subnets, each type's read permissions), every check named by its account. The journal stays
+/// in the caller's account, checked above. An account whose role cannot be assumed is one FAIL.
+async fn accounts(ctx: &Context, args: &cli::Doctor) -> Vec<Check> {
+    let fleet = args.accounts.fleet();
+    if fleet.is_empty() {
+        return Vec::new();
+    }
+    let accounts = match crate::accounts::resolve(&ctx.sdk, &fleet).await {
+        Ok(accounts) => accounts,
+        Err(e) => {
+            return vec![Check::fail(
+                "accounts",
+                describe(&e),
+                "check --accounts, --ou and --exclude-account (and organizations:ListAccounts for `org`)",
+            )]
+        }
+    };
+    let mut checks = Vec::new();
+    for (account, sdk) in ctx.assume_each(&fleet, accounts).await {
+        let name = format!("account {account}");
+        let sdk = match sdk {
+            Ok(sdk) => sdk,
+            Err(e) => {
+                checks.push(Check::fail(
+                    &name,
+                    describe(&e),
+                    "deploy fixtures/member-role.cfn.yaml in that account (trusting this caller), or pass the \
+                     --role-name / --role-arn-template and --external-id it has",
+                ));
+                continue;
+            }
+        };
+        checks.push(Check::ok(
+            &name,
+            format!(
+                "sts:AssumeRole: {}",
+                crate::accounts::role_arn(&fleet, &account, &ctx.region)
+            ),
+        ));
+        let member = Context {
+            sdk,
+            region: ctx.region.clone(),
+            journal: ctx.journal.clone(),
+            pacing: ctx.pacing.clone(),
+            run_id: ctx.run_id.clone(),
+            ..*ctx
+        };
+        let mut read = zones(&member, args.az_id.as_deref()).await;
+        read.push(subnets(&member).await);
+        read.extend(types(&member, args, Some(&account)).await);
+        checks.extend(read.into_iter().map(|mut check| {
+            check.name = format!("{name}: {}", check.name);
+            check
+        }));
+    }
+    checks
+}
+
+/// Each registered type's own read checks (its plugin built as a run would build it), in the
+/// caller's account or, through its role, in `account` (Kubernetes is reached through kube
+/// contexts, so only from the caller's).
+async fn types(ctx: &Context, args: &cli::Doctor, account: Option<&str>) -> Vec<Check> {
+    let kube_contexts = match account {
+        None => args.kube.contexts.clone(),
+        Some(_) => Vec::new(),
+    };
     let setup = Setup {
         sdk: ctx.sdk.clone(),
         request: Request {
-            kube_contexts: args.kube.contexts.clone(),
+            kube_contexts,
             ..Request::default()
         },
         kubeconfig: args.kube.kubeconfig.clone(),
-        account: None,
+        account: account.map(str::to_owned),
     };
     let mut checks = Vec::new();
-    for registration in REGISTRY {
+    for registration in REGISTRY.iter().filter(|r| account.is_none() || !r.is_kubernetes()) {
         match (registration.build)(&setup).await {
             Ok(Some(plugin)) => checks.extend(plugin.probe().await),
             Ok(None) => checks.push(Check::skip(

@@ -6,33 +6,120 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use futures::StreamExt;
+
 use super::{Context, EXIT_EXPOSED, EXIT_FAILED, EXIT_OK};
 use crate::cli;
 use crate::error::describe;
 use crate::exposure::{Where, KINDS};
-use crate::model::{Command, Request};
+use crate::model::{Command, Fleet, Request};
 use crate::plugins::{self, Scope, Setup};
 use crate::report::{self, Exposure};
 use crate::topology::{self, Zones};
 use crate::Result;
 
 /// Run `azevac exposure`; returns the exit code: 3 with `--fail-if-exposed` when something movable
-/// was found (a definite answer even if another kind could not be read), else 1 when a kind could
-/// not be read, else 0.
+/// was found (a definite answer even if another kind or account could not be read), else 1 when a
+/// kind or an account could not be read, else 0. With `--accounts`, every account is read through
+/// its role, side by side; one that cannot be reached is one problem line.
 pub async fn run(ctx: &Context, args: &cli::Exposure) -> Result<i32> {
-    let ec2 = crate::client!(aws_sdk_ec2, &ctx.sdk);
+    let fleet = args.accounts.fleet();
+    crate::accounts::validate(&fleet, &[])?;
+    let mut exposure = if fleet.is_empty() {
+        in_account(ctx, &ctx.sdk, args, None).await?
+    } else {
+        across_accounts(ctx, args, &fleet).await?
+    };
+    exposure.findings.sort_by(|a, b| a.account.cmp(&b.account));
+    report::print_exposure(&exposure, ctx.output);
+    let exposed = exposure.findings.iter().any(|f| f.movable());
+    Ok(if args.fail_if_exposed && exposed {
+        EXIT_EXPOSED
+    } else if !exposure.problems.is_empty() {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    })
+}
+
+/// Every account `--accounts` names, each read as the caller's own is; an account that cannot be
+/// reached or read is a problem line, and the others are still listed. A zone that exists in no
+/// account is the one error (exit 2).
+async fn across_accounts(ctx: &Context, args: &cli::Exposure, fleet: &Fleet) -> Result<Exposure> {
+    let accounts = crate::accounts::resolve(&ctx.sdk, fleet).await?;
+    let reached = ctx.assume_each(fleet, accounts).await;
+    let read = futures::stream::iter(reached.into_iter().map(|(account, sdk)| async move {
+        let exposure = match sdk {
+            Ok(sdk) => in_account(ctx, &sdk, args, Some(&account)).await,
+            Err(e) => Err(e),
+        };
+        (account, exposure)
+    }))
+    .buffered(ctx.account_concurrency)
+    .collect::<Vec<_>>()
+    .await;
+    let mut all: Option<Exposure> = None;
+    let mut problems = Vec::new();
+    let mut first_error = None;
+    let mut accounts = Vec::new();
+    for (account, exposure) in read {
+        match exposure {
+            Ok(mut part) => {
+                accounts.push(account.clone());
+                part.problems = part
+                    .problems
+                    .iter()
+                    .map(|p| format!("account {account}: {p}"))
+                    .collect();
+                match all.as_mut() {
+                    Some(all) => {
+                        all.findings.append(&mut part.findings);
+                        all.problems.append(&mut part.problems);
+                    }
+                    None => all = Some(part),
+                }
+            }
+            Err(e) => {
+                problems.push(format!("account {account}: not read: {}", describe(&e)));
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    let Some(mut all) = all else {
+        // Not one account answered: the first account's error says best what to do.
+        return Err(first_error.unwrap_or_else(|| crate::Error::BadInput("--accounts named no account".into())));
+    };
+    all.problems.append(&mut problems);
+    all.accounts = accounts;
+    Ok(all)
+}
+
+/// What has presence in the zone in one account (`account`: reached through its role; its findings
+/// say so), read with `sdk`.
+async fn in_account(
+    ctx: &Context,
+    sdk: &aws_config::SdkConfig,
+    args: &cli::Exposure,
+    account: Option<&str>,
+) -> Result<Exposure> {
+    let ec2 = crate::client!(aws_sdk_ec2, sdk);
     let zones = Zones::load(&ec2, &ctx.region).await?;
     let zone = zones.resolve(&args.az_id)?;
     let zone_subnets = topology::subnets_in_zone(&ec2, &zone.id).await?;
+    // Kubernetes is reached through kube contexts, not accounts: the caller's own part only.
     let request = Request {
-        kube_contexts: args.kube.contexts.clone(),
+        kube_contexts: if account.is_none() {
+            args.kube.contexts.clone()
+        } else {
+            Vec::new()
+        },
         ..Request::default()
     };
     let setup = Setup {
-        sdk: ctx.sdk.clone(),
+        sdk: sdk.clone(),
         request: request.clone(),
         kubeconfig: args.kube.kubeconfig.clone(),
-        account: None,
+        account: account.map(str::to_owned),
     };
     let plugins = plugins::select(&setup).await?;
     let (none, no_records) = (BTreeSet::new(), BTreeMap::new());
@@ -64,6 +151,7 @@ pub async fn run(ctx: &Context, args: &cli::Exposure) -> Result<i32> {
         az_name: zone.name.clone(),
         findings: Vec::new(),
         problems: Vec::new(),
+        accounts: Vec::new(),
     };
     for (name, outcome) in names.zip(by_type.into_iter().chain(by_kind)) {
         match outcome {
@@ -73,13 +161,8 @@ pub async fn run(ctx: &Context, args: &cli::Exposure) -> Result<i32> {
                 .push(format!("{name}: could not be read: {}", describe(&e))),
         }
     }
-    report::print_exposure(&exposure, ctx.output);
-    let exposed = exposure.findings.iter().any(|f| f.movable());
-    Ok(if args.fail_if_exposed && exposed {
-        EXIT_EXPOSED
-    } else if !exposure.problems.is_empty() {
-        EXIT_FAILED
-    } else {
-        EXIT_OK
-    })
+    for finding in &mut exposure.findings {
+        finding.account = account.map(str::to_owned);
+    }
+    Ok(exposure)
 }

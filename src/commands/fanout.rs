@@ -11,7 +11,7 @@ use super::Context;
 use crate::engine::{self, Prepared, Settings};
 use crate::error::describe;
 use crate::journal::{Audit, Journal, Owner};
-use crate::model::{Command, Plan, Request};
+use crate::model::{Command, Fleet, Plan, Request};
 use crate::stats::Phases;
 use crate::{Error, Result};
 
@@ -186,20 +186,7 @@ impl Context {
         } else {
             Some(self.caller_account().await?)
         };
-        let region = crate::aws::region_of(&self.sdk);
-        let assumed: Vec<(String, Result<SdkConfig>)> = futures::stream::iter(accounts.into_iter().map(|account| {
-            let role = crate::accounts::role_arn(fleet, &account, &region);
-            let session = format!("azevac-{}", self.run_id);
-            // Each account's control plane has its own quotas: its own pacing buckets.
-            let http = crate::pacing::default_http_client().map(|h| self.pacing.wrap(h));
-            async move {
-                let sdk = crate::accounts::assume(&self.sdk, &role, &session, fleet.external_id.as_deref(), http).await;
-                (account, sdk)
-            }
-        }))
-        .buffered(self.account_concurrency)
-        .collect()
-        .await;
+        let assumed = self.assume_each(fleet, accounts).await;
         let mut problems = Vec::new();
         for (account, sdk) in assumed {
             match sdk {
@@ -282,6 +269,25 @@ impl Context {
             );
         }
         Ok(())
+    }
+
+    /// The role of `fleet` assumed in each of `accounts`, `account_concurrency` at a time: each
+    /// account's SDK configuration, or why it could not be reached.
+    pub async fn assume_each(&self, fleet: &Fleet, accounts: Vec<String>) -> Vec<(String, Result<SdkConfig>)> {
+        let region = crate::aws::region_of(&self.sdk);
+        futures::stream::iter(accounts.into_iter().map(|account| {
+            let role = crate::accounts::role_arn(fleet, &account, &region);
+            let session = format!("azevac-{}", self.run_id);
+            // Each account's control plane has its own quotas: its own pacing buckets.
+            let http = crate::pacing::default_http_client().map(|h| self.pacing.wrap(h));
+            async move {
+                let sdk = crate::accounts::assume(&self.sdk, &role, &session, fleet.external_id.as_deref(), http).await;
+                (account, sdk)
+            }
+        }))
+        .buffered(self.account_concurrency)
+        .collect()
+        .await
     }
 
     /// The caller's own account ID (STS), to tell its records from other accounts'.

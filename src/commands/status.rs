@@ -34,9 +34,10 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     }
     // `--accounts`: only those accounts' records (default: every account's).
     let fleet = args.accounts.fleet();
+    let mut accounts = Vec::new();
     if !fleet.is_empty() {
         crate::accounts::validate(&fleet, &[])?;
-        let accounts = crate::accounts::resolve(&ctx.sdk, &fleet).await?;
+        accounts = crate::accounts::resolve(&ctx.sdk, &fleet).await?;
         // Records written with the caller's own credentials are its own account's.
         let own = ctx.caller_account().await?;
         records.retain(|r| accounts.contains(r.account_id.as_ref().unwrap_or(&own)));
@@ -79,7 +80,7 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     }
     let locks = ctx.journal.locks().await?;
     let names = ctx.subnet_names(records.iter().flat_map(|r| &r.removed_subnets)).await;
-    report::print_status(&records, &shifts, &locks, &problems, ctx.output, names);
+    report::print_status(&records, &accounts, &shifts, &locks, &problems, ctx.output, names);
     // An item that cannot be read is a failure to report, as in every other command.
     let expiring = args
         .fail_if_expiring

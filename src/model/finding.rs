@@ -89,6 +89,9 @@ pub struct Finding {
     /// Anything else the operator should know.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The AWS account it is in, with `--accounts` (absent: the caller's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
 }
 
 impl Finding {
@@ -104,6 +107,7 @@ impl Finding {
             not_movable: None,
             away: None,
             notes: Vec::new(),
+            account: None,
         }
     }
 

@@ -35,12 +35,20 @@ fn render_exposure(exposure: &Exposure, summary: &ExposureSummary, view: &View) 
         exposure.az_id, exposure.az_name, exposure.region
     );
     let mut notes = Notes::default();
+    // Across accounts: each account's count first, and whose each row is.
+    let accounts = !exposure.accounts.is_empty() || exposure.findings.iter().any(|f| f.account.is_some());
+    if accounts {
+        out.push_str(&per_account(exposure));
+    }
     if !exposure.findings.is_empty() {
-        let header: &[&str] = if view.wide {
-            &["KIND", "NAME", "ID", "IN ZONE", "MOVED BY", "WHAT TO KNOW"]
+        let mut header = if view.wide {
+            vec!["KIND", "NAME", "ID", "IN ZONE", "MOVED BY", "WHAT TO KNOW"]
         } else {
-            &["KIND", "NAME", "IN ZONE", "MOVED BY", "WHAT TO KNOW"]
+            vec!["KIND", "NAME", "IN ZONE", "MOVED BY", "WHAT TO KNOW"]
         };
+        if accounts {
+            header.insert(0, "ACCOUNT");
+        }
         let mut table = Fitted::new(header, view.width);
         for f in &exposure.findings {
             // The fitted table counts; the wide one names the first few.
@@ -56,7 +64,7 @@ fn render_exposure(exposure: &Exposure, summary: &ExposureSummary, view: &View) 
                 (Some(t), None, true) => format!("--type {t}"),
                 (Some(t), None, false) => t.clone(),
                 (_, _, true) => "not movable".to_owned(),
-                (_, _, false) => "no".to_owned(),
+                (_, _, false) => "nothing".to_owned(),
             };
             let away = f.away.as_ref().map(|a| format!("already away: {a}"));
             let know: Vec<&str> = f
@@ -77,6 +85,9 @@ fn render_exposure(exposure: &Exposure, summary: &ExposureSummary, view: &View) 
             if view.wide {
                 row.insert(2, f.resource.clone());
             }
+            if accounts {
+                row.insert(0, f.account.clone().unwrap_or_else(|| "(own)".into()));
+            }
             table.row(row);
         }
         out.push_str(&table.render());
@@ -89,6 +100,25 @@ fn render_exposure(exposure: &Exposure, summary: &ExposureSummary, view: &View) 
         "{} findings: {} movable still in the zone, {} not movable, {} already away\n",
         summary.findings, summary.movable, summary.not_movable, summary.away
     ));
+    out
+}
+
+/// One line per account: `account 111111111111: 5 findings, 4 movable still in the zone`.
+fn per_account(exposure: &Exposure) -> String {
+    let mut by: std::collections::BTreeMap<&str, (usize, usize)> =
+        exposure.accounts.iter().map(|a| (a.as_str(), (0, 0))).collect();
+    for f in &exposure.findings {
+        let counts = by.entry(f.account.as_deref().unwrap_or("(own)")).or_default();
+        counts.0 += 1;
+        counts.1 += usize::from(f.movable());
+    }
+    let mut out = String::new();
+    for (account, (findings, movable)) in by {
+        out.push_str(&super::clean(&format!(
+            "account {account}: {findings} findings, {movable} movable still in the zone"
+        )));
+        out.push('\n');
+    }
     out
 }
 
@@ -105,6 +135,7 @@ mod tests {
             az_name: "us-east-1c".into(),
             findings,
             problems,
+            accounts: Vec::new(),
         }
     }
 

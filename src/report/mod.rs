@@ -88,6 +88,9 @@ pub struct Exposure {
     pub findings: Vec<Finding>,
     /// The kinds that could not be read, one line each (exit 1).
     pub problems: Vec<String>,
+    /// With `--accounts`: the accounts read (each finding names its own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accounts: Vec<String>,
 }
 
 /// How the findings stand.

@@ -36,9 +36,13 @@ fn status_header(accounts: bool, wide: bool, zones: bool) -> Vec<&'static str> {
 }
 
 /// Print the journal's records (`azevac status`), marking those another run is changing now.
-/// With `-o wide`, each removed subnet is named by its Name tag from `subnet_names` too.
+/// With `--accounts`, `accounts` are the accounts asked about (each gets a summary line, those
+/// with nothing evacuated too). With `-o wide`, each removed subnet is named by its Name tag from
+/// `subnet_names` too.
+#[allow(clippy::too_many_arguments)]
 pub fn print_status(
     records: &[Record],
+    accounts: &[String],
     shifts: &[ShiftExpiry],
     locks: &[Lock],
     problems: &[String],
@@ -69,6 +73,7 @@ pub fn print_status(
         subnet_names,
         ..View::of(output)
     };
+    print!("{}", per_account(records, accounts));
     print!("{}", render_status(records, shifts, locks, problems, &view));
 }
 
@@ -149,6 +154,35 @@ fn render_status(
     out.push_str(&shift_expiries(shifts, view));
     for problem in problems {
         out.push_str(&wrap("problem: ", problem, view.width));
+    }
+    out
+}
+
+/// Across accounts, one line per account first: `account 111111111111: 4 records (asg 2, ecs 1,
+/// lambda 1)`, or `nothing evacuated` for an account asked about that has none.
+fn per_account(records: &[Record], asked: &[String]) -> String {
+    let mut by: BTreeMap<&str, BTreeMap<&str, usize>> = asked.iter().map(|a| (a.as_str(), BTreeMap::new())).collect();
+    if asked.is_empty() && records.iter().all(|r| r.account_id.is_none()) {
+        return String::new();
+    }
+    for r in records {
+        let account = r.account_id.as_deref().unwrap_or("(own)");
+        *by.entry(account)
+            .or_default()
+            .entry(r.resource_type.as_str())
+            .or_default() += 1;
+    }
+    let mut out = String::new();
+    for (account, types) in by {
+        let line = match types.values().sum::<usize>() {
+            0 => format!("account {account}: nothing evacuated"),
+            n => {
+                let types: Vec<String> = types.iter().map(|(t, n)| format!("{t} {n}")).collect();
+                format!("account {account}: {n} records ({})", types.join(", "))
+            }
+        };
+        out.push_str(&super::clean(&line));
+        out.push('\n');
     }
     out
 }

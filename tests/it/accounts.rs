@@ -585,3 +585,97 @@ async fn issue_31_a_record_with_a_malformed_account_id_assumes_no_role() {
     assert_eq!(left.len(), 1, "the odd record is kept");
     assert_eq!(attr_s(&left[0], "resource"), resource);
 }
+
+/// Issue 35: the whole organization, seen. `exposure`, `doctor` and `status` take `--accounts` as
+/// the runs do: each account read through its role, one line per account first, and an account
+/// whose role cannot be assumed one problem (exit 1) while the others are still reported.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue_35_exposure_doctor_and_status_see_every_account() {
+    let moto = Moto::start();
+    let proxy = proxy::Proxy::start(&moto.endpoint);
+    let operator = sdk(&moto).await;
+    let members = &MEMBERS[..2];
+    let seeded = seed_members(&operator, members).await;
+    proxy.set(refuse_role_of(NO_ROLE));
+    let mut all = members.to_vec();
+    all.push(NO_ROLE);
+    let everywhere = accounts_arg(&all);
+    let everywhere = |args: &[&str]| azevac_at(&proxy.endpoint, &[args, &["--accounts", &everywhere]].concat(), &[]);
+
+    // exposure: every member's findings, each with its account; the unreachable one a problem.
+    let exposure = everywhere(&["exposure", "--az-id", ZONE, "--output", "json"]);
+    assert_eq!(exposure.code, 1, "{}", exposure.stderr);
+    let document = exposure.json();
+    let findings = document["findings"].as_array().expect("findings");
+    for account in members {
+        let movable: BTreeSet<&str> = findings
+            .iter()
+            .filter(|f| f["account"] == *account && f["moved_by"].is_string())
+            .filter_map(|f| f["name"].as_str())
+            .collect();
+        assert_eq!(
+            movable,
+            BTreeSet::from(["web", "api", "shop/cart", "thumbs"]),
+            "{account}: {document:#}"
+        );
+    }
+    let problems = document["problems"].to_string();
+    assert!(
+        problems.contains(&format!("account {NO_ROLE}: not read: cannot assume")),
+        "{problems}"
+    );
+    let table = everywhere(&["exposure", "--az-id", ZONE]);
+    says(&table.stdout, members.iter().map(|a| format!("account {a}: ")));
+    // Findings in an account no one can reach: `--fail-if-exposed` still answers for the others.
+    everywhere(&["exposure", "--az-id", ZONE, "--fail-if-exposed"]).expect_code(3);
+
+    // doctor: each member's role and reads, named by account; the unreachable one a FAIL.
+    let doctor = everywhere(&["doctor"]);
+    assert_eq!(doctor.code, 1, "{}", doctor.stdout);
+    let checks = ["", ": zones", ": subnets", ": asg", ": ecs", ": lambda"];
+    says(
+        &doctor.stdout,
+        members
+            .iter()
+            .flat_map(|a| checks.map(|c| format!("\nOK    account {a}{c} ")))
+            .chain([format!("\nFAIL  account {NO_ROLE} ")]),
+    );
+
+    // status: after an evacuation of the members, one line per account first, the asked-about
+    // account with nothing evacuated too.
+    azevac_at(
+        &proxy.endpoint,
+        &[
+            "evacuate",
+            "--az-id",
+            ZONE,
+            "--accounts",
+            &accounts_arg(members),
+            "--yes",
+        ],
+        &[],
+    )
+    .expect_code(0);
+    assert_evacuated(&seeded).await;
+    let third = accounts_arg(&[members[0], members[1], MEMBERS[2]]);
+    let status = azevac_at(&proxy.endpoint, &["status", "--accounts", &third], &[]).expect_code(0);
+    says(
+        &status.stdout,
+        members
+            .iter()
+            .map(|a| format!("account {a}: 4 records (asg 2, ecs 1, lambda 1)"))
+            .chain([format!("account {}: nothing evacuated", MEMBERS[2])]),
+    );
+    assert!(
+        status.stdout.starts_with(&format!("account {}: 4 records", members[0])),
+        "the summary comes first: {}",
+        status.stdout
+    );
+}
+
+/// Every one of `expected` is in `text`.
+fn says(text: &str, expected: impl IntoIterator<Item = String>) {
+    for line in expected {
+        assert!(text.contains(&line), "{line:?} in:\n{text}");
+    }
+}

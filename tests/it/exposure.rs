@@ -372,8 +372,8 @@ async fn exposure_lists_what_is_in_the_zone_and_what_moves_it() {
     for expected in [
         "bastion",
         "prod/api",
-        "--type asg",
-        "not movable",
+        "  asg  ",
+        "  nothing  ",
         &estate.volume,
         "movable still in the zone",
     ] {

@@ -247,6 +247,18 @@ async fn issue_36_the_member_role_is_enough_and_only_with_the_external_id() {
     let evacuate = [&["evacuate", "--az-id", ZONE][..], &with_id].concat();
     run_as(&proxy, &operator, &evacuate).expect_code(0);
     assert_ne!(snapshot(&member).await, original);
+    // Issue 35: `exposure` and `doctor` read the member account under its role alone (moto has no
+    // zonal shift API: that kind is a problem line, never a denial).
+    let reads = ["--accounts", MEMBER, "--external-id", "ext-36"];
+    for command in [&["exposure", "--az-id", ZONE][..], &["doctor"]] {
+        let read = run_as(&proxy, &operator, &[command, &reads].concat());
+        let said = format!("{}{}", read.stdout, read.stderr);
+        assert!(said.contains(&format!("account {MEMBER}")), "{said}");
+        assert!(
+            !said.contains("AccessDenied") && !said.contains("not authorized"),
+            "{said}"
+        );
+    }
     let recover = [&["recover"][..], &with_id].concat();
     run_as(&proxy, &operator, &recover).expect_code(0);
     assert_eq!(unordered(&snapshot(&member).await), unordered(&original));

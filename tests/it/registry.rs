@@ -181,21 +181,21 @@ fn is_action(text: &str) -> bool {
     })
 }
 
-/// What every registered type needs where it acts, with the core: what a member account's role grants.
+/// What every registered type needs where it acts, with the core and the reads of `azevac
+/// exposure` (which `--accounts` runs there too): what a member account's role grants.
 fn needed_where_types_act() -> BTreeSet<&'static str> {
     CORE_IAM_ACTIONS
         .iter()
         .chain(REGISTRY.iter().flat_map(|r| r.iam_actions))
+        .chain(azevac::exposure::KINDS.iter().flat_map(|k| k.iam_actions))
         .copied()
         .collect()
 }
 
-/// What the operator's own account needs besides: the journal, identity, organization, SNS, and
-/// the reads of `azevac exposure` (which runs there only).
+/// What the operator's own account needs besides: the journal, identity, organization and SNS.
 fn needed_by_the_operator() -> BTreeSet<&'static str> {
     let mut all = needed_where_types_act();
     all.extend(OPERATOR_IAM_ACTIONS);
-    all.extend(azevac::exposure::KINDS.iter().flat_map(|k| k.iam_actions));
     all
 }
 
@@ -277,9 +277,9 @@ fn issue_36_the_journals_administration_is_inits_alone() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
-/// Issue 16: the member-account role grants what the types and the core need where they act (not
-/// the journal, the organization, SNS or `exposure`, which stay in the operator's account), and
-/// trusts only the principal it is given.
+/// Issue 16: the member-account role grants what the types, the core and `exposure --accounts`
+/// (issue 35) need where they act (not the journal, the organization or SNS, which stay in the
+/// operator's account), and trusts only the principal it is given.
 #[test]
 fn issue_32_the_member_role_grants_exactly_what_the_types_need_where_they_act() {
     let wrong = compare(
