@@ -21,6 +21,7 @@ const ATTEMPTS: u32 = 2;
 
 /// Run `azevac doctor`; returns the exit code (1 when any check failed).
 pub async fn run(ctx: &Context, args: &cli::Doctor) -> Result<i32> {
+    crate::accounts::validate(&args.accounts.fleet(), &[])?;
     let sdk = ctx
         .sdk
         .to_builder()

@@ -25,6 +25,13 @@ use crate::Result;
 pub async fn run(ctx: &Context, args: &cli::Exposure) -> Result<i32> {
     let fleet = args.accounts.fleet();
     crate::accounts::validate(&fleet, &[])?;
+    if !fleet.is_empty() && !args.kube.contexts.is_empty() {
+        return Err(crate::Error::BadInput(
+            "--kube-context reaches clusters, not AWS accounts: run `azevac exposure --kube-context ...` without \
+             --accounts for the Kubernetes findings"
+                .into(),
+        ));
+    }
     let mut exposure = if fleet.is_empty() {
         in_account(ctx, &ctx.sdk, args, None).await?
     } else {
@@ -60,7 +67,7 @@ async fn across_accounts(ctx: &Context, args: &cli::Exposure, fleet: &Fleet) -> 
     .await;
     let mut all: Option<Exposure> = None;
     let mut problems = Vec::new();
-    let mut first_error = None;
+    let mut errors = Vec::new();
     let mut accounts = Vec::new();
     for (account, exposure) in read {
         match exposure {
@@ -81,13 +88,28 @@ async fn across_accounts(ctx: &Context, args: &cli::Exposure, fleet: &Fleet) -> 
             }
             Err(e) => {
                 problems.push(format!("account {account}: not read: {}", describe(&e)));
-                first_error.get_or_insert(e);
+                errors.push(e);
             }
         }
     }
-    let Some(mut all) = all else {
-        // Not one account answered: the first account's error says best what to do.
-        return Err(first_error.unwrap_or_else(|| crate::Error::BadInput("--accounts named no account".into())));
+    let mut all = match all {
+        Some(all) => all,
+        None => {
+            // A zone that exists in no account is the one error, with its advice (exit 2);
+            // otherwise every account's problem is listed (exit 1).
+            let unknown = errors.iter().all(|e| matches!(e, crate::Error::UnknownAz { .. }));
+            if let (true, Some(e)) = (unknown, errors.into_iter().next()) {
+                return Err(e);
+            }
+            Exposure {
+                region: ctx.region.clone(),
+                az_id: args.az_id.clone(),
+                az_name: String::new(),
+                findings: Vec::new(),
+                problems: Vec::new(),
+                accounts: Vec::new(),
+            }
+        }
     };
     all.problems.append(&mut problems);
     all.accounts = accounts;

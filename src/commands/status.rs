@@ -34,13 +34,15 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     }
     // `--accounts`: only those accounts' records (default: every account's).
     let fleet = args.accounts.fleet();
+    crate::accounts::validate(&fleet, &[])?;
     let mut accounts = Vec::new();
+    let mut own = None;
     if !fleet.is_empty() {
-        crate::accounts::validate(&fleet, &[])?;
         accounts = crate::accounts::resolve(&ctx.sdk, &fleet).await?;
         // Records written with the caller's own credentials are its own account's.
-        let own = ctx.caller_account().await?;
-        records.retain(|r| accounts.contains(r.account_id.as_ref().unwrap_or(&own)));
+        let caller = ctx.caller_account().await?;
+        records.retain(|r| accounts.contains(r.account_id.as_ref().unwrap_or(&caller)));
+        own = Some(caller);
     }
     // When azevac's shifts end, read from the records' typed actions before they are put in words.
     // A shift ending within the hour is warned of; with --fail-if-expiring, within that long.
@@ -79,6 +81,13 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
         }
     }
     let locks = ctx.journal.locks().await?;
+    // A table names the caller's own account by its ID too, as it names the others (JSON keeps
+    // the records as stored).
+    if let (Some(own), false) = (&own, ctx.output == crate::model::Output::Json) {
+        for record in &mut records {
+            record.account_id.get_or_insert_with(|| own.clone());
+        }
+    }
     let names = ctx.subnet_names(records.iter().flat_map(|r| &r.removed_subnets)).await;
     report::print_status(&records, &accounts, &shifts, &locks, &problems, ctx.output, names);
     // An item that cannot be read is a failure to report, as in every other command.

@@ -30,9 +30,15 @@ pub fn print_exposure(exposure: &Exposure, output: Output) {
 const UNITS_SHOWN: usize = 3;
 
 fn render_exposure(exposure: &Exposure, summary: &ExposureSummary, view: &View) -> String {
-    let mut out = format!(
-        "azevac exposure {} ({}) in {}\n",
-        exposure.az_id, exposure.az_name, exposure.region
+    // Zone names differ between accounts: across accounts the heading names the zone by its ID.
+    let zone = match exposure.accounts.is_empty() {
+        true => format!("{} ({})", exposure.az_id, exposure.az_name),
+        false => exposure.az_id.clone(),
+    };
+    let mut out = wrap(
+        "",
+        &format!("azevac exposure {zone} in {}", exposure.region),
+        view.width,
     );
     let mut notes = Notes::default();
     // Across accounts: each account's count first, and whose each row is.
@@ -49,7 +55,7 @@ fn render_exposure(exposure: &Exposure, summary: &ExposureSummary, view: &View) 
         if accounts {
             header.insert(0, "ACCOUNT");
         }
-        let mut table = Fitted::new(header, view.width);
+        let mut table = Fitted::new(header, view.width).keep(&["ACCOUNT", "KIND", "IN ZONE", "MOVED BY"]);
         for f in &exposure.findings {
             // The fitted table counts; the wide one names the first few.
             let mut units: Vec<String> = f.in_zone.iter().take(UNITS_SHOWN).cloned().collect();

@@ -32,6 +32,8 @@ pub struct Fitted {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
     width: Option<usize>,
+    /// Columns never cut (identifiers and short words: an account ID, a zone, a status).
+    kept: Vec<String>,
 }
 
 /// The space comfy-table puts around each column's content (a padding of one on either side).
@@ -44,7 +46,15 @@ impl Fitted {
             header: header.into_iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
             width,
+            kept: Vec::new(),
         }
+    }
+
+    /// Never cut the columns headed `headers` (those it has): an account ID or a time cut short
+    /// says nothing; the free text (names, changes, reasons) gives way instead.
+    pub fn keep(mut self, headers: &[&str]) -> Fitted {
+        self.kept.extend(headers.iter().map(|h| (*h).to_owned()));
+        self
     }
 
     /// A row; every cell is untrusted text and is escaped ([`clean`]).
@@ -70,7 +80,10 @@ impl Fitted {
             })
             .collect();
         let widths = match self.width {
-            Some(width) => fit(&natural, width.saturating_sub(PADDING * natural.len())),
+            Some(width) => {
+                let kept: Vec<bool> = self.header.iter().map(|h| self.kept.contains(h)).collect();
+                fit(&natural, &kept, width.saturating_sub(PADDING * natural.len()))
+            }
             None => natural,
         };
         let mut table = Table::new();
@@ -87,20 +100,35 @@ impl Fitted {
     }
 }
 
-/// The widths of columns whose contents are `natural` wide, within `budget` in all: the widest are
-/// capped at one width, the largest that fits, so that narrow columns (type, status) stay whole
-/// and the long ones (names, reasons) share what is left.
-fn fit(natural: &[usize], budget: usize) -> Vec<usize> {
+/// The widths of columns whose contents are `natural` wide, within `budget` in all: the `kept`
+/// columns whole, and of the others the widest capped at one width, the largest that fits, so that
+/// narrow columns (type, status) stay whole and the long ones (names, reasons) share what is left.
+/// No column is cut below [`MIN_CUT`]: a screen too narrow for that gets lines wider than itself.
+fn fit(natural: &[usize], kept: &[bool], budget: usize) -> Vec<usize> {
     if natural.iter().sum::<usize>() <= budget {
         return natural.to_vec();
     }
+    let fixed: usize = natural.iter().zip(kept).filter(|(_, k)| **k).map(|(w, _)| w).sum();
+    let budget = budget.saturating_sub(fixed);
+    let capped = |cap: usize| -> usize {
+        natural
+            .iter()
+            .zip(kept)
+            .filter(|(_, k)| !**k)
+            .map(|(w, _)| (*w).min(cap))
+            .sum()
+    };
     let widest = natural.iter().copied().max().unwrap_or_default();
     let cap = (1..=widest)
         .rev()
-        .find(|cap| natural.iter().map(|w| (*w).min(*cap)).sum::<usize>() <= budget)
+        .find(|cap| capped(*cap) <= budget)
         .unwrap_or(1)
         .max(MIN_CUT);
-    natural.iter().map(|w| (*w).min(cap)).collect()
+    natural
+        .iter()
+        .zip(kept)
+        .map(|(w, k)| if *k { *w } else { (*w).min(cap) })
+        .collect()
 }
 
 /// No column is cut narrower than this, however narrow the screen.
@@ -203,7 +231,8 @@ pub fn headline(text: &str) -> String {
 /// `prefix` then `text` (untrusted: escaped), wrapped at word boundaries to `width` with each
 /// following line indented under the text; whole on one line when there is no width.
 pub fn wrap(prefix: &str, text: &str, width: Option<usize>) -> String {
-    let text = clean(text);
+    let (prefix, text) = (clean(prefix), clean(text));
+    let prefix = prefix.as_str();
     let Some(width) = width else {
         return format!("{prefix}{text}\n");
     };
@@ -278,8 +307,14 @@ mod tests {
 
     #[test]
     fn the_widest_columns_give_way_first() {
-        assert_eq!(fit(&[3, 40, 7, 30], 50), vec![3, 20, 7, 20]);
-        assert_eq!(fit(&[3, 10, 7], 50), vec![3, 10, 7]);
+        let none = [false; 4];
+        assert_eq!(fit(&[3, 40, 7, 30], &none, 50), vec![3, 20, 7, 20]);
+        assert_eq!(fit(&[3, 10, 7], &none, 50), vec![3, 10, 7]);
+        // A kept column (an account ID) stays whole; the free text gives way.
+        assert_eq!(
+            fit(&[12, 40, 7, 30], &[true, false, false, false], 50),
+            vec![12, 15, 7, 15]
+        );
     }
 
     #[test]

@@ -41,7 +41,8 @@ pub fn render(plan: &Plan, phase: Phase, view: &View) -> String {
     if !plan.items.is_empty() {
         // The heading names the zone: a column saying it again on every row is room lost.
         let zones = plan.az_id.is_none() || plan.items.iter().any(|i| Some(&i.az_id) != plan.az_id.as_ref());
-        let mut table = Fitted::new(header(plan.command, accounts, view.wide, zones), view.width);
+        let mut table = Fitted::new(header(plan.command, accounts, view.wide, zones), view.width)
+            .keep(&["ACCOUNT", "TYPE", "AZ", "STATUS"]);
         for item in plan
             .items
             .iter()
@@ -296,6 +297,10 @@ fn per_account(plan: &Plan, phase: Phase) -> String {
     let mut out = String::new();
     for (account, [planned, done, skipped, failed]) in by_account {
         let line = match phase {
+            // A line that failed at planning is counted, so that the accounts add up to the total.
+            Phase::Plan { .. } if failed > 0 => {
+                format!("account {account}: {planned} to change, {skipped} skipped, {failed} failed")
+            }
             Phase::Plan { .. } => format!("account {account}: {planned} to change, {skipped} skipped"),
             Phase::Result => format!("account {account}: {done} done, {skipped} skipped, {failed} failed"),
         };
@@ -422,6 +427,24 @@ mod tests {
         let wide = fitted(200, |view| render(&plan, Phase::Plan { dry_run: true }, view));
         assert!(!wide.contains('…'), "{wide}");
         insta::assert_snapshot!("plan_200", wide);
+    }
+
+    /// Across accounts and zones at 80 columns: the account IDs, zones, types and statuses stay
+    /// whole; the names, changes and reasons give way.
+    #[test]
+    fn account_ids_and_zones_are_never_cut() {
+        let mut plan = estate();
+        plan.az_id = None;
+        plan.command = Command::Recover;
+        for (n, item) in plan.items.iter_mut().enumerate() {
+            item.account = Some(["111111111111", "222222222222"][n % 2].to_owned());
+            item.az_id = ["use1-az2", "use1-az4"][n % 2].to_owned();
+        }
+        let text = fitted(80, |view| render(&plan, Phase::Plan { dry_run: true }, view));
+        for whole in ["111111111111", "222222222222", "use1-az4", "skipped", "planned"] {
+            assert!(text.contains(whole), "{whole}:\n{text}");
+        }
+        insta::assert_snapshot!(text);
     }
 
     /// `-o wide`: every identifier, with the subnets' Name tags.

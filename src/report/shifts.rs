@@ -35,7 +35,7 @@ fn render_shifts(shifts: &[(String, Active, bool)], view: &View) -> String {
     if view.wide {
         header.push("COMMENT");
     }
-    let mut table = Fitted::new(header, view.width);
+    let mut table = Fitted::new(header, view.width).keep(&["AWAY FROM", "AZEVAC"]);
     for (resource, a, ours) in shifts {
         let mut row = vec![
             if view.wide {

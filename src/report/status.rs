@@ -92,7 +92,8 @@ fn render_status(
     } else {
         let zone_ids: BTreeSet<&str> = records.iter().map(|r| r.az_id.as_str()).collect();
         let zones = zone_ids.len() > 1;
-        let mut table = Fitted::new(status_header(accounts, view.wide, zones), view.width);
+        let mut table = Fitted::new(status_header(accounts, view.wide, zones), view.width)
+            .keep(&["AZ", "ACCOUNT", "TYPE", "STATE", "SINCE"]);
         for r in records {
             let being_changed = locks
                 .iter()

@@ -625,7 +625,21 @@ async fn issue_35_exposure_doctor_and_status_see_every_account() {
         "{problems}"
     );
     let table = everywhere(&["exposure", "--az-id", ZONE]);
-    says(&table.stdout, members.iter().map(|a| format!("account {a}: ")));
+    for account in members {
+        let summary = table.stdout.lines().find(|l| {
+            l.starts_with(&format!("account {account}: ")) && l.ends_with(" findings, 4 movable still in the zone")
+        });
+        assert!(summary.is_some(), "{account}:\n{}", table.stdout);
+    }
+    // A zone that exists in no account is one line, exit 2.
+    let members_only = accounts_arg(members);
+    let nowhere = azevac_at(
+        &proxy.endpoint,
+        &["exposure", "--az-id", "use1-az99", "--accounts", &members_only],
+        &[],
+    )
+    .expect_code(2);
+    assert_eq!(nowhere.stderr.trim().lines().count(), 1, "{}", nowhere.stderr);
     // Findings in an account no one can reach: `--fail-if-exposed` still answers for the others.
     everywhere(&["exposure", "--az-id", ZONE, "--fail-if-exposed"]).expect_code(3);
 
@@ -657,7 +671,8 @@ async fn issue_35_exposure_doctor_and_status_see_every_account() {
     )
     .expect_code(0);
     assert_evacuated(&seeded).await;
-    let third = accounts_arg(&[members[0], members[1], MEMBERS[2]]);
+    // The caller's own account among them (123456789012, moto's): named by its ID, never "(own)".
+    let third = accounts_arg(&[members[0], members[1], MEMBERS[2], "123456789012"]);
     let status = azevac_at(&proxy.endpoint, &["status", "--accounts", &third], &[]).expect_code(0);
     says(
         &status.stdout,
@@ -666,6 +681,7 @@ async fn issue_35_exposure_doctor_and_status_see_every_account() {
             .map(|a| format!("account {a}: 4 records (asg 2, ecs 1, lambda 1)"))
             .chain([format!("account {}: nothing evacuated", MEMBERS[2])]),
     );
+    assert!(!status.stdout.contains("(own)"), "{}", status.stdout);
     assert!(
         status.stdout.starts_with(&format!("account {}: 4 records", members[0])),
         "the summary comes first: {}",

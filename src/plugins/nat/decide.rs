@@ -128,8 +128,12 @@ pub fn journal_actions(changes: &[Change]) -> Vec<Action> {
 /// The changes in a few words, for the plan table: `route -> nat-b (use1-az1)`, or `2 routes ->
 /// nat-b (use1-az1)` when they all go to one NAT gateway.
 fn change_words(changes: &[Change]) -> String {
-    let mut targets: Vec<String> = changes.iter().map(|c| format!("{} ({})", c.to, c.to_az)).collect();
-    targets.dedup();
+    let mut targets: Vec<String> = Vec::new();
+    for target in changes.iter().map(|c| format!("{} ({})", c.to, c.to_az)) {
+        if !targets.contains(&target) {
+            targets.push(target);
+        }
+    }
     let routes = match changes.len() {
         1 => "route".to_owned(),
         n => format!("{n} routes"),
