@@ -125,31 +125,53 @@ impl Context {
     /// How the operator asked to see `plan`: fitted to the screen, or with every identifier (then
     /// with the Name tags of its subnets, read in one batched call).
     pub async fn view(&self, plan: &Plan) -> crate::report::View {
-        let subnets = plan.items.iter().flat_map(|i| {
-            [&i.removed_subnets, &i.restored_subnets]
+        // Each account's subnets are named where they are: the caller's with its own credentials,
+        // another account's through the role the run reaches it by.
+        let mut by_account: std::collections::BTreeMap<Option<&str>, Vec<&String>> = Default::default();
+        for item in &plan.items {
+            let subnets = [&item.removed_subnets, &item.restored_subnets]
                 .into_iter()
                 .flatten()
                 .flatten()
-                .chain(&i.resulting_subnets)
-        });
+                .chain(&item.resulting_subnets);
+            by_account.entry(item.account.as_deref()).or_default().extend(subnets);
+        }
+        let mut names = self
+            .subnet_names(&self.sdk, by_account.remove(&None).unwrap_or_default().into_iter())
+            .await;
+        if self.output == Output::Wide && !by_account.is_empty() {
+            let accounts = by_account.keys().flatten().map(|a| (*a).to_owned()).collect();
+            for (account, sdk) in self.assume_each(&plan.request.fleet, accounts).await {
+                let ids = by_account.get(&Some(account.as_str())).cloned().unwrap_or_default();
+                match sdk {
+                    Ok(sdk) => names.extend(self.subnet_names(&sdk, ids.into_iter()).await),
+                    Err(e) => crate::say!(
+                        "azevac: warning: the subnets of account {account} are shown without their names: {}",
+                        crate::report::clean(&describe(&e))
+                    ),
+                }
+            }
+        }
         crate::report::View {
             show_skipped: self.show_skipped,
-            subnet_names: self.subnet_names(subnets).await,
+            subnet_names: names,
             ..crate::report::View::of(self.output)
         }
     }
 
-    /// With `-o wide`, the Name tag of each of these subnets that has one in the caller's account;
-    /// none otherwise. Names only decorate: a read that fails is a warning, and the IDs stand alone.
+    /// With `-o wide`, the Name tag of each of these subnets that has one, read with `sdk` (the
+    /// account they are in); none otherwise. Names only decorate: a read that fails is a warning,
+    /// and the IDs stand alone.
     pub async fn subnet_names<'a>(
         &self,
+        sdk: &SdkConfig,
         ids: impl Iterator<Item = &'a String>,
     ) -> std::collections::BTreeMap<String, String> {
         let ids: std::collections::BTreeSet<String> = ids.cloned().collect();
         if self.output != Output::Wide || ids.is_empty() {
             return Default::default();
         }
-        let ec2 = crate::client!(aws_sdk_ec2, &self.sdk);
+        let ec2 = crate::client!(aws_sdk_ec2, sdk);
         crate::topology::subnet_names(&ec2, &ids).await.unwrap_or_else(|e| {
             crate::say!(
                 "azevac: warning: could not read the subnets' Name tags: {}",

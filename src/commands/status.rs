@@ -88,7 +88,15 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
             record.account_id.get_or_insert_with(|| own.clone());
         }
     }
-    let names = ctx.subnet_names(records.iter().flat_map(|r| &r.removed_subnets)).await;
+    let names = ctx
+        .subnet_names(
+            &ctx.sdk,
+            records
+                .iter()
+                .filter(|r| r.account_id.is_none() || r.account_id == own)
+                .flat_map(|r| &r.removed_subnets),
+        )
+        .await;
     report::print_status(&records, &accounts, &shifts, &locks, &problems, ctx.output, names);
     // An item that cannot be read is a failure to report, as in every other command.
     let expiring = args

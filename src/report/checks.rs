@@ -1,5 +1,8 @@
 //! `azevac doctor` for people: a checklist, one line per check, the fix under what it fixes.
 
+use unicode_width::UnicodeWidthStr;
+
+use super::clean;
 use super::layout::wrap;
 use super::View;
 use crate::check::{Check, Verdict};
@@ -36,13 +39,15 @@ fn counts(checks: &[Check]) -> [usize; 4] {
 fn render_checks(checks: &[Check], view: &View) -> String {
     let [ok, warn, fail, skip] = counts(checks);
     // Names longer than a third of the screen do not push every detail to the right.
-    let longest = checks.iter().map(|c| c.name.chars().count()).max().unwrap_or_default();
+    let longest = checks.iter().map(|c| clean(&c.name).width()).max().unwrap_or_default();
     let width = view.width.map_or(longest, |w| longest.min(w / 3));
     let mut out = String::new();
     for c in checks {
-        let name = super::clean(&c.name);
-        let head = format!("{:<4}  {name:<width$}  ", c.verdict.word());
-        if name.chars().count() > width {
+        let name = clean(&c.name);
+        // Padded by display width: a name in wide characters keeps the details in one column.
+        let pad = " ".repeat(width.saturating_sub(name.width()));
+        let head = format!("{:<4}  {name}{pad}  ", c.verdict.word());
+        if name.width() > width {
             // Its own line, so that the detail still starts in the detail column.
             out.push_str(&format!("{:<4}  {name}\n", c.verdict.word()));
             out.push_str(&wrap(&" ".repeat(width + 8), &c.detail, view.width));
@@ -98,5 +103,21 @@ mod tests {
     fn doctor_fits_80_and_200_columns() {
         insta::assert_snapshot!("doctor_80", fitted(80, |view| render_checks(&checks(), view)));
         insta::assert_snapshot!("doctor_200", fitted(200, |view| render_checks(&checks(), view)));
+    }
+
+    /// A name in wide characters (two columns each) keeps every detail in one column.
+    #[test]
+    fn wide_characters_keep_the_details_aligned() {
+        let checks = vec![
+            Check::ok("ecs", "answered"),
+            Check::ok("アカウント", "answered"),
+        ];
+        let text = fitted(80, |view| render_checks(&checks, view));
+        let columns: Vec<usize> = text
+            .lines()
+            .take(2)
+            .map(|l| l[..l.find("answered").expect("detail")].width())
+            .collect();
+        assert_eq!(columns[0], columns[1], "{text}");
     }
 }

@@ -174,7 +174,7 @@ impl Notes {
     /// The cell for `text`: itself when short, else its first words and the number of the note
     /// that holds it whole (`would leave no subnets [1]`).
     pub fn cell(&mut self, text: &str) -> String {
-        if text.chars().count() <= SHORT {
+        if text.width() <= SHORT {
             return text.to_owned();
         }
         format!("{} [{}]", headline(text), self.number(text))
@@ -208,12 +208,12 @@ pub fn headline(text: &str) -> String {
         .min()
         .unwrap_or(text.len());
     let head = text[..end].trim();
-    if head.chars().count() <= SHORT {
+    if head.width() <= SHORT {
         return head.to_owned();
     }
     let mut out = String::new();
     for word in head.split_whitespace() {
-        if out.chars().count() + word.chars().count() + 1 > SHORT - 1 {
+        if out.width() + word.width() + 1 > SHORT - 1 {
             break;
         }
         if !out.is_empty() {
@@ -236,7 +236,7 @@ pub fn wrap(prefix: &str, text: &str, width: Option<usize>) -> String {
     let Some(width) = width else {
         return format!("{prefix}{text}\n");
     };
-    let indent = " ".repeat(prefix.chars().count());
+    let indent = " ".repeat(prefix.width());
     let options = textwrap::Options::new(width)
         .initial_indent(prefix)
         .subsequent_indent(&indent)
@@ -254,7 +254,7 @@ pub fn fitted(width: usize, render: impl FnOnce(&super::View) -> String) -> Stri
         ..super::View::default()
     };
     let text = render(&view);
-    let wider: Vec<&str> = text.lines().filter(|l| l.chars().count() > width).collect();
+    let wider: Vec<&str> = text.lines().filter(|l| l.width() > width).collect();
     assert!(wider.is_empty(), "wider than {width} columns: {wider:?}\n{text}");
     text
 }

@@ -655,6 +655,24 @@ async fn issue_35_exposure_doctor_and_status_see_every_account() {
             .chain([format!("\nFAIL  account {NO_ROLE} ")]),
     );
 
+    // -o wide names each account's subnets, read through its role (the caller's account has none).
+    let wide = azevac_at(
+        &proxy.endpoint,
+        &[
+            "evacuate",
+            "--az-id",
+            ZONE,
+            "--accounts",
+            &members_only,
+            "--dry-run",
+            "-o",
+            "wide",
+        ],
+        &[],
+    )
+    .expect_code(0);
+    assert!(wide.stdout.contains(&format!("(prod-{ZONE})")), "{}", wide.stdout);
+
     // status: after an evacuation of the members, one line per account first, the asked-about
     // account with nothing evacuated too.
     azevac_at(
