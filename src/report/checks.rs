@@ -108,10 +108,7 @@ mod tests {
     /// A name in wide characters (two columns each) keeps every detail in one column.
     #[test]
     fn wide_characters_keep_the_details_aligned() {
-        let checks = vec![
-            Check::ok("ecs", "answered"),
-            Check::ok("アカウント", "answered"),
-        ];
+        let checks = vec![Check::ok("ecs", "answered"), Check::ok("アカウント", "answered")];
         let text = fitted(80, |view| render_checks(&checks, view));
         let columns: Vec<usize> = text
             .lines()
