@@ -644,6 +644,11 @@ pub struct Status {
     /// or has already ended while its journal record says evacuated (for a monitor or a cron job).
     #[arg(long, value_name = "DURATION", value_parser = crate::plugins::zonal_shift::expires_in_seconds)]
     pub fail_if_expiring: Option<i64>,
+    /// Tell these SNS topics when one of azevac's zonal shifts ends within the hour (or
+    /// --fail-if-expiring's DURATION), or has ended while its record says evacuated: for a cron job
+    /// or a monitor (repeatable). Nothing is published when all is well.
+    #[command(flatten)]
+    pub notify: Notify,
 }
 
 /// `azevac exposure`.

@@ -19,6 +19,7 @@ use aws_config::{Region, SdkConfig};
 use aws_smithy_types::timeout::TimeoutConfig;
 
 use crate::model::{Audit, Command, Plan, Status};
+use crate::plugins::zonal_shift::expiry::ShiftExpiry;
 
 /// The call, as the IAM policy and the warnings name it.
 const PUBLISH: &str = "sns:Publish";
@@ -353,6 +354,65 @@ pub fn ended(plan: &Plan, audit: &Audit, wall: Duration) -> Message {
 /// The first group of a run ID: enough to tell runs apart in a subject line.
 fn short(run_id: &str) -> &str {
     run_id.split('-').next().unwrap_or(run_id)
+}
+
+/// The message `status --notify` publishes when azevac's zonal shifts end within the window it was
+/// given (or already ended while their records say evacuated): what a cron job or a monitor running
+/// `azevac status --fail-if-expiring 1h --notify TOPIC` tells the channel. `caller` is who ran it.
+pub fn shifts_ending(region: &str, caller: &str, shifts: &[&ShiftExpiry]) -> Message {
+    let said = |form: Form| {
+        let mut text = format!(
+            "azevac status in {}: {} of azevac's zonal shifts end soon or have ended\n",
+            form.put(region),
+            shifts.len()
+        );
+        let _ = writeln!(text, "caller: {}", form.put(caller));
+        for shift in shifts {
+            let words = shift.warning.clone().unwrap_or_else(|| {
+                format!(
+                    "zonal shift {} of {} away from {} ends at {}",
+                    shift.zonal_shift_id.as_deref().unwrap_or("-"),
+                    shift.name,
+                    shift.az_id,
+                    shift.expires_at.as_deref().unwrap_or("-")
+                )
+            });
+            let _ = writeln!(text, "- {}", form.put(&words));
+        }
+        text
+    };
+    let zones: std::collections::BTreeSet<String> = shifts.iter().map(|s| keyword(&s.az_id)).collect();
+    let title = format!(
+        "azevac: {} zonal shift(s) away from {} end soon or have ended",
+        shifts.len(),
+        zones.iter().cloned().collect::<Vec<_>>().join(", ")
+    );
+    let keywords: Vec<String> = ["azevac", "status"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(zones.iter().cloned())
+        .collect();
+    let chatbot = serde_json::json!({
+        "version": "1.0",
+        "source": "custom",
+        "content": {
+            "textType": "client-markdown",
+            "title": title,
+            "description": said(Form::Markdown),
+            "keywords": keywords,
+        },
+        "metadata": {
+            "summary": title,
+            "eventType": "azevac.shifts_ending",
+            "additionalContext": { "region": region, "caller": caller },
+        },
+    });
+    Message {
+        subject: subject(&title),
+        text: said(Form::Plain),
+        chatbot,
+        group: "azevac-status".to_owned(),
+    }
 }
 
 /// Publishes to the `--notify` topics with the shared configuration (endpoint, user agent,

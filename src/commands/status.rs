@@ -98,6 +98,15 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
         )
         .await;
     report::print_status(&records, &accounts, &shifts, &locks, &problems, ctx.output, names);
+    // --notify: the channel hears of the shifts that end within the window, or ended; of nothing else.
+    let ending: Vec<_> = shifts.iter().filter(|s| s.expiring(within)).collect();
+    if !ending.is_empty() && !args.notify.topics.is_empty() {
+        let caller = ctx.audit(None).await.caller;
+        let message = crate::notify::shifts_ending(&ctx.region, &caller, &ending);
+        crate::notify::Notifier::new(&ctx.sdk, &args.notify.topics)
+            .publish(&message)
+            .await;
+    }
     // An item that cannot be read is a failure to report, as in every other command.
     let expiring = args
         .fail_if_expiring

@@ -56,7 +56,7 @@ else:
 }
 
 /// A topic with a queue subscribed to it; returns the topic ARN.
-async fn topic_with_queue(moto: &Moto, sdk: &aws_config::SdkConfig, name: &str) -> String {
+pub(crate) async fn topic_with_queue(moto: &Moto, sdk: &aws_config::SdkConfig, name: &str) -> String {
     let sns = aws_sdk_sns::Client::new(sdk);
     let topic = sns
         .create_topic()
@@ -79,7 +79,7 @@ async fn topic_with_queue(moto: &Moto, sdk: &aws_config::SdkConfig, name: &str) 
 }
 
 /// The notifications in the queue, oldest first: (subject, the Chatbot custom notification).
-fn received(moto: &Moto, queue: &str) -> Vec<(String, serde_json::Value)> {
+pub(crate) fn received(moto: &Moto, queue: &str) -> Vec<(String, serde_json::Value)> {
     let bodies: Vec<String> = serde_json::from_str(&sqs(moto, "drain", queue)).expect("bodies");
     bodies
         .iter()

@@ -707,6 +707,30 @@ async fn issue_33_azevacs_shifts_are_extended_and_never_lapse_silently() {
     setup.run(&["status", "--fail-if-expiring", "1h"]).expect_code(3);
     setup.run(&["status", "--fail-if-expiring", "10m"]).expect_code(0);
     setup.run(&["status", "--fail-if-expiring", "2d"]).expect_code(2);
+    // A monitor's `status --notify` tells the channel of that shift, and of nothing when all is well.
+    let topic = crate::notify::topic_with_queue(&setup._moto, &setup.sdk, "oncall").await;
+    setup
+        .run(&["status", "--fail-if-expiring", "10m", "--notify", &topic])
+        .expect_code(0);
+    assert!(crate::notify::received(&setup._moto, "oncall").is_empty());
+    setup
+        .run(&["status", "--fail-if-expiring", "1h", "--notify", &topic])
+        .expect_code(3);
+    let told = crate::notify::received(&setup._moto, "oncall");
+    assert_eq!(told.len(), 1, "{told:?}");
+    let (subject, chatbot) = &told[0];
+    assert!(
+        subject.contains("zonal shift(s) away from use1-az2 end soon"),
+        "{subject}"
+    );
+    let description = chatbot["content"]["description"].as_str().unwrap_or_default();
+    // Written for Markdown: the shift's ID as text (`shift\-3`), never formatting.
+    let id = nlb.id.replace('-', "\\-");
+    assert!(
+        description.contains(&id) && description.contains("ends in"),
+        "{description}"
+    );
+    assert_eq!(chatbot["metadata"]["eventType"], "azevac.shifts_ending");
 
     // `shift extend` extends azevac's two shifts as asked, and nobody else's.
     setup.proxy.set(Faults::default());
