@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::layout::{wrap, Fitted, Notes};
+use super::layout::{headline, wrap, Fitted, Notes};
 use super::{LiveLock, StatusDocument, View};
 use crate::journal::Lock;
 use crate::model::{Output, Record};
@@ -125,7 +125,11 @@ fn render_status(
                     taken(r),
                     notes.cell(&state),
                     minutes(r.created_at.as_deref().unwrap_or_default()),
-                    notes.cell(&reason),
+                    // A reason many records share (one run's `--reason`) is one note, however short.
+                    match records.iter().filter(|o| o.reason.as_ref() == Some(&reason)).count() {
+                        0 | 1 => notes.cell(&reason),
+                        _ => format!("{} [{}]", headline(&reason), notes.number(&reason)),
+                    },
                 ];
                 if zones {
                     row.insert(0, r.az_id.clone());
