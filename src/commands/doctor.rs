@@ -29,11 +29,7 @@ pub async fn run(ctx: &Context, args: &cli::Doctor) -> Result<i32> {
         .build();
     let ctx = &Context {
         journal: Journal::new(&sdk, ctx.journal.table()),
-        sdk,
-        region: ctx.region.clone(),
-        pacing: ctx.pacing.clone(),
-        run_id: ctx.run_id.clone(),
-        ..*ctx
+        ..ctx.with_sdk(sdk)
     };
     let mut checks = vec![Check::ok(
         "region",
@@ -304,14 +300,7 @@ async fn accounts(ctx: &Context, args: &cli::Doctor) -> Vec<Check> {
                 crate::accounts::role_arn(&fleet, &account, &ctx.region)
             ),
         ));
-        let member = Context {
-            sdk,
-            region: ctx.region.clone(),
-            journal: ctx.journal.clone(),
-            pacing: ctx.pacing.clone(),
-            run_id: ctx.run_id.clone(),
-            ..*ctx
-        };
+        let member = ctx.with_sdk(sdk);
         let mut read = zones(&member, args.az_id.as_deref()).await;
         read.push(subnets(&member).await);
         read.extend(types(&member, args, Some(&account)).await);

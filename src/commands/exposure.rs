@@ -32,12 +32,11 @@ pub async fn run(ctx: &Context, args: &cli::Exposure) -> Result<i32> {
                 .into(),
         ));
     }
-    let mut exposure = if fleet.is_empty() {
+    let exposure = if fleet.is_empty() {
         in_account(ctx, &ctx.sdk, args, None).await?
     } else {
         across_accounts(ctx, args, &fleet).await?
     };
-    exposure.findings.sort_by(|a, b| a.account.cmp(&b.account));
     report::print_exposure(&exposure, ctx.output);
     let exposed = exposure.findings.iter().any(|f| f.movable());
     Ok(if args.fail_if_exposed && exposed {
@@ -65,54 +64,40 @@ async fn across_accounts(ctx: &Context, args: &cli::Exposure, fleet: &Fleet) -> 
     .buffered(ctx.account_concurrency)
     .collect::<Vec<_>>()
     .await;
-    let mut all: Option<Exposure> = None;
-    let mut problems = Vec::new();
-    let mut errors = Vec::new();
-    let mut accounts = Vec::new();
+    let mut all = Exposure {
+        region: ctx.region.clone(),
+        az_id: args.az_id.clone(),
+        az_name: String::new(),
+        findings: Vec::new(),
+        problems: Vec::new(),
+        accounts: Vec::new(),
+    };
+    let (mut unread, mut errors) = (Vec::new(), Vec::new());
     for (account, exposure) in read {
         match exposure {
-            Ok(mut part) => {
-                accounts.push(account.clone());
-                part.problems = part
-                    .problems
-                    .iter()
-                    .map(|p| format!("account {account}: {p}"))
-                    .collect();
-                match all.as_mut() {
-                    Some(all) => {
-                        all.findings.append(&mut part.findings);
-                        all.problems.append(&mut part.problems);
-                    }
-                    None => all = Some(part),
+            Ok(part) => {
+                if all.accounts.is_empty() {
+                    (all.az_id, all.az_name) = (part.az_id, part.az_name);
                 }
+                all.findings.extend(part.findings);
+                all.problems
+                    .extend(part.problems.iter().map(|p| format!("account {account}: {p}")));
+                all.accounts.push(account);
             }
             Err(e) => {
-                problems.push(format!("account {account}: not read: {}", describe(&e)));
+                unread.push(format!("account {account}: not read: {}", describe(&e)));
                 errors.push(e);
             }
         }
     }
-    let mut all = match all {
-        Some(all) => all,
-        None => {
-            // A zone that exists in no account is the one error, with its advice (exit 2);
-            // otherwise every account's problem is listed (exit 1).
-            let unknown = errors.iter().all(|e| matches!(e, crate::Error::UnknownAz { .. }));
-            if let (true, Some(e)) = (unknown, errors.into_iter().next()) {
-                return Err(e);
-            }
-            Exposure {
-                region: ctx.region.clone(),
-                az_id: args.az_id.clone(),
-                az_name: String::new(),
-                findings: Vec::new(),
-                problems: Vec::new(),
-                accounts: Vec::new(),
-            }
+    // A zone that exists in no account is the one error, with its advice (exit 2); otherwise every
+    // account's problem is listed (exit 1).
+    if all.accounts.is_empty() && errors.iter().all(|e| matches!(e, crate::Error::UnknownAz { .. })) {
+        if let Some(e) = errors.into_iter().next() {
+            return Err(e);
         }
-    };
-    all.problems.append(&mut problems);
-    all.accounts = accounts;
+    }
+    all.problems.extend(unread);
     Ok(all)
 }
 
@@ -128,13 +113,9 @@ async fn in_account(
     let zones = Zones::load(&ec2, &ctx.region).await?;
     let zone = zones.resolve(&args.az_id)?;
     let zone_subnets = topology::subnets_in_zone(&ec2, &zone.id).await?;
-    // Kubernetes is reached through kube contexts, not accounts: the caller's own part only.
+    // With --accounts there are no kube contexts (refused above): clusters are not accounts.
     let request = Request {
-        kube_contexts: if account.is_none() {
-            args.kube.contexts.clone()
-        } else {
-            Vec::new()
-        },
+        kube_contexts: args.kube.contexts.clone(),
         ..Request::default()
     };
     let setup = Setup {

@@ -122,6 +122,19 @@ impl Context {
         }
     }
 
+    /// This context with `sdk` in place of its own (another account's, or other retries): the
+    /// same journal, output and run.
+    pub fn with_sdk(&self, sdk: SdkConfig) -> Context {
+        Context {
+            sdk,
+            region: self.region.clone(),
+            journal: self.journal.clone(),
+            pacing: self.pacing.clone(),
+            run_id: self.run_id.clone(),
+            ..*self
+        }
+    }
+
     /// How the operator asked to see `plan`: fitted to the screen, or with every identifier (then
     /// with the Name tags of its subnets, read in one batched call).
     pub async fn view(&self, plan: &Plan) -> crate::report::View {
@@ -219,8 +232,9 @@ impl Context {
             self.print_only(prepared, false).await;
             return Ok(code);
         }
+        // One view for the plan and the result: the same subnets, named once.
+        let view = self.view(plan).await;
         if self.output != Output::Json {
-            let view = self.view(plan).await;
             crate::report::print(plan, self.output, crate::report::Phase::Plan { dry_run: false }, &view);
         }
         let question = match plan.command {
@@ -275,7 +289,6 @@ impl Context {
             .publish(&crate::notify::ended(&plan, &audit, started.elapsed()))
             .await;
         self.attach_stats(&mut plan, &phases);
-        let view = self.view(&plan).await;
         crate::report::print(&plan, self.output, crate::report::Phase::Result, &view);
         Ok(settings.interrupt.exit_code().unwrap_or_else(|| exit_code(&plan)))
     }

@@ -108,9 +108,7 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
             .await;
     }
     // An item that cannot be read is a failure to report, as in every other command.
-    let expiring = args
-        .fail_if_expiring
-        .is_some_and(|within| shifts.iter().any(|s| s.expiring(within)));
+    let expiring = args.fail_if_expiring.is_some() && !ending.is_empty();
     Ok(if !problems.is_empty() {
         super::EXIT_FAILED
     } else if expiring {

@@ -8,7 +8,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{azevac_at, estate, Moto, ZONE};
+use common::{azevac, azevac_at, estate, Moto, ZONE};
 
 fn sample_estate() -> estate::Spec {
     estate::read_spec(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sample-estate.json"))
@@ -34,13 +34,9 @@ async fn one_row_per_resource_at_80_columns_and_wide_names_every_subnet() {
     let plan = at_80(&moto, &["evacuate", "--az-id", ZONE, "--dry-run"], 0);
     assert_eq!(wider(&plan, 80), Vec::<&str>::new(), "{plan}");
     // One row per resource: every resource of the plan's JSON on exactly one line of the table.
-    let document = azevac_at(
-        &moto.endpoint,
-        &["evacuate", "--az-id", ZONE, "--dry-run", "-o", "json"],
-        &[],
-    )
-    .expect_code(0)
-    .json();
+    let document = azevac(&moto, &["evacuate", "--az-id", ZONE, "--dry-run", "-o", "json"])
+        .expect_code(0)
+        .json();
     let items = document["items"].as_array().expect("items");
     assert!(items.len() > 10, "{document}");
     let kinds: Vec<&str> = items.iter().filter_map(|i| i["type"].as_str()).collect();
@@ -55,13 +51,9 @@ async fn one_row_per_resource_at_80_columns_and_wide_names_every_subnet() {
     );
 
     // -o wide: the subnets taken and left, by ID and Name tag.
-    let wide = azevac_at(
-        &moto.endpoint,
-        &["evacuate", "--az-id", ZONE, "--dry-run", "-o", "wide"],
-        &[],
-    )
-    .expect_code(0)
-    .stdout;
+    let wide = azevac(&moto, &["evacuate", "--az-id", ZONE, "--dry-run", "-o", "wide"])
+        .expect_code(0)
+        .stdout;
     let taken = seeded.subnet("prod", ZONE);
     assert!(wide.contains(&format!("{taken} (prod-{ZONE})")), "{wide}");
     assert!(wide.contains("arn:aws:autoscaling:"), "{wide}");
@@ -83,9 +75,7 @@ async fn one_row_per_resource_at_80_columns_and_wide_names_every_subnet() {
     assert_eq!(wider(&status, 80), Vec::<&str>::new(), "{status}");
     // The reason every record shares is written once, under the table.
     assert_eq!(status.matches("packet loss").count(), 1, "{status}");
-    let status_wide = azevac_at(&moto.endpoint, &["status", "-o", "wide"], &[])
-        .expect_code(0)
-        .stdout;
+    let status_wide = azevac(&moto, &["status", "-o", "wide"]).expect_code(0).stdout;
     assert!(status_wide.contains(&format!("{taken} (prod-{ZONE})")), "{status_wide}");
 }
 
@@ -98,7 +88,7 @@ async fn piped_output_is_not_cut() {
     let long = "a-very-long-auto-scaling-group-name-that-no-terminal-column-would-hold-whole";
     spec.auto_scaling_groups[0].name = long.to_owned();
     estate::seed(&sdk, &spec).await;
-    let piped = azevac_at(&moto.endpoint, &["evacuate", "--az-id", ZONE, "--dry-run"], &[])
+    let piped = azevac(&moto, &["evacuate", "--az-id", ZONE, "--dry-run"])
         .expect_code(0)
         .stdout;
     assert!(piped.contains(long), "{piped}");
