@@ -68,7 +68,8 @@ SCOPE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/aws4_request")
 
 def relay(handler, upstream, body):
     """Forward the request `handler` is serving to moto (an Upstream, or a port) and write moto's answer back.
-    One connection per request: moto's server (werkzeug) closes every connection after its answer."""
+    One connection per request: moto's server (werkzeug) closes every connection after its answer. Returns
+    the answer's body."""
     port = upstream.port_for(handler.headers) if isinstance(upstream, Upstream) else upstream
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     headers = {k: v for k, v in handler.headers.items() if k.lower() != "connection"}
@@ -83,6 +84,29 @@ def relay(handler, upstream, body):
     handler.end_headers()
     handler.wfile.write(data)
     conn.close()
+    return data
+
+
+def serve(forward):
+    """A threaded HTTP server on a free port that hands every request, with its body read (None when empty),
+    to forward(handler, body); returns (server, port). Each proxy of the benchmarks is one."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def handle_any(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            forward(self, self.rfile.read(length) if length else None)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = handle_any
+
+    port = free_port()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, port
 
 
 class Proxy:
@@ -96,32 +120,20 @@ class Proxy:
         self.lock = threading.Lock()
         proxy = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def forward(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
+        def forward(handler, body):
+            with proxy.lock:
+                proxy.calls += 1
+                proxy.in_flight += 1
+                proxy.peak = max(proxy.peak, proxy.in_flight)
+            try:
+                if latency:
+                    time.sleep(latency)
+                relay(handler, upstream, body)
+            finally:
                 with proxy.lock:
-                    proxy.calls += 1
-                    proxy.in_flight += 1
-                    proxy.peak = max(proxy.peak, proxy.in_flight)
-                try:
-                    if latency:
-                        time.sleep(latency)
-                    relay(self, upstream, body)
-                finally:
-                    with proxy.lock:
-                        proxy.in_flight -= 1
+                    proxy.in_flight -= 1
 
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = forward
-
-        self.port = free_port()
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server, self.port = serve(forward)
 
     def take(self):
         with self.lock:

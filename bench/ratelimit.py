@@ -14,7 +14,6 @@ Usage: .venv-moto/bin/python bench/ratelimit.py [--resources 300] [--binary targ
 """
 
 import argparse
-import http.server
 import os
 import random
 import re
@@ -23,7 +22,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import ROOT, SCOPE, TARGET_ID, env_for, free_port, relay, reset, run_measured, seed, start_moto  # noqa: E402
+from harness import ROOT, SCOPE, TARGET_ID, env_for, relay, reset, run_measured, seed, serve, start_moto  # noqa: E402
 
 # Sustained rate and burst per (service, action class). EC2's non-mutating bucket (20/s, 100) and Lambda's
 # control-plane quota (15/s; GetFunction has its own 100/s) are published; Auto Scaling, ECS and DynamoDB
@@ -121,44 +120,33 @@ class ModelProxy:
         self.rng = random.Random(seed_value)
         proxy = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def forward(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                m = SCOPE.search(self.headers.get("Authorization", ""))
-                service = m.group(1) if m else "unsigned"
-                action = action_of(self.headers, self.path, body, self.command)
-                key = f"{service}:{action}" if f"{service}:{action}" in proxy.buckets else service
-                with proxy.lock:
-                    proxy.calls[key] = proxy.calls.get(key, 0) + 1
-                    bucket = proxy.buckets.get(key)
-                    allowed = bucket.take() if bucket else True
-                    if not allowed:
-                        proxy.throttled[key] = proxy.throttled.get(key, 0) + 1
-                    latency = min(0.4, proxy.rng.lognormvariate(-3.0, 0.6))  # median e^-3 = 50 ms
-                time.sleep(latency)
+        def forward(handler, body):
+            body = body or b""
+            m = SCOPE.search(handler.headers.get("Authorization", ""))
+            service = m.group(1) if m else "unsigned"
+            action = action_of(handler.headers, handler.path, body, handler.command)
+            key = f"{service}:{action}" if f"{service}:{action}" in proxy.buckets else service
+            with proxy.lock:
+                proxy.calls[key] = proxy.calls.get(key, 0) + 1
+                bucket = proxy.buckets.get(key)
+                allowed = bucket.take() if bucket else True
                 if not allowed:
-                    status, headers, text = throttle_answer(service)
-                    data = text.encode()
-                    self.send_response(status)
-                    for k, v in headers.items():
-                        self.send_header(k, v)
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                    return
-                relay(self, upstream, body or None)
+                    proxy.throttled[key] = proxy.throttled.get(key, 0) + 1
+                latency = min(0.4, proxy.rng.lognormvariate(-3.0, 0.6))  # median e^-3 = 50 ms
+            time.sleep(latency)
+            if not allowed:
+                status, headers, text = throttle_answer(service)
+                data = text.encode()
+                handler.send_response(status)
+                for k, v in headers.items():
+                    handler.send_header(k, v)
+                handler.send_header("Content-Length", str(len(data)))
+                handler.end_headers()
+                handler.wfile.write(data)
+                return
+            relay(handler, upstream, body or None)
 
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = forward
-
-        self.port = free_port()
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server, self.port = serve(forward)
 
     def take(self):
         with self.lock:

@@ -5,7 +5,8 @@
 //! the resources' calls use the assumed roles.
 
 use aws_config::SdkConfig;
-use aws_sdk_sts::config::{ProvideCredentials, SharedCredentialsProvider};
+use aws_credential_types::provider::future;
+use aws_sdk_sts::config::{Credentials, ProvideCredentials, SharedCredentialsProvider};
 
 use crate::model::Fleet;
 use crate::{Error, Result};
@@ -344,22 +345,51 @@ pub async fn assume(
     if let Some(id) = external_id {
         builder = builder.external_id(id);
     }
-    let provider = builder.configure(sdk).build().await;
-    if let Err(e) = provider.provide_credentials().await {
-        let detail = aws_sdk_sts::error::DisplayErrorContext(&e).to_string();
-        return Err(Error::BadInput(format!(
-            "cannot assume {role_arn} ({ASSUME_ROLE}): {}; check that the role exists in that account and trusts the \
-             caller (fixtures/member-role.cfn.yaml), and the --external-id",
-            crate::text::clean(&detail)
-        )));
-    }
+    let role = builder.configure(sdk).build().await;
+    let first = match role.provide_credentials().await {
+        Ok(credentials) => credentials,
+        Err(e) => {
+            let detail = aws_sdk_sts::error::DisplayErrorContext(&e).to_string();
+            return Err(Error::BadInput(format!(
+                "cannot assume {role_arn} ({ASSUME_ROLE}): {}; check that the role exists in that account and trusts \
+                 the caller (fixtures/member-role.cfn.yaml), and the --external-id",
+                crate::text::clean(&detail)
+            )));
+        }
+    };
+    let primed = Primed {
+        first: std::sync::Mutex::new(Some(first)),
+        role,
+    };
     let mut config = sdk
         .to_builder()
-        .credentials_provider(SharedCredentialsProvider::new(provider));
+        .credentials_provider(SharedCredentialsProvider::new(primed));
     if let Some(http) = http {
         config = config.http_client(http);
     }
     Ok(config.build())
+}
+
+/// An assumed role's credentials, starting with those fetched to check that the role can be
+/// assumed: the first client to ask gets them (the identity cache keeps them until they near
+/// expiry), later asks assume the role again. Without it the check and the account's first call
+/// each assumed the role, one more round trip before anything in that account could start.
+#[derive(Debug)]
+struct Primed {
+    first: std::sync::Mutex<Option<Credentials>>,
+    role: aws_config::sts::AssumeRoleProvider,
+}
+
+impl ProvideCredentials for Primed {
+    fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        match self.first.lock().ok().and_then(|mut first| first.take()) {
+            Some(credentials) => future::ProvideCredentials::ready(Ok(credentials)),
+            None => self.role.provide_credentials(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -48,8 +48,8 @@ pub struct Global {
     #[arg(long, global = true, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrency: u16,
     /// With --accounts: accounts planned and changed at the same time (each account's control plane
-    /// throttles on its own).
-    #[arg(long, global = true, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
+    /// throttles on its own, so an organization of up to this many takes about as long as one).
+    #[arg(long, global = true, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub account_concurrency: u16,
     /// No progress bar, even on a terminal (plain lines only).
     #[arg(long, global = true)]

@@ -9,6 +9,7 @@ async fn main() {
     let cli = azevac::cli::parse();
     azevac::events::init(cli.global.log_format);
     init_logging(cli.global.verbose);
+    raise_open_files();
     let code = match commands::run(&cli).await {
         Ok(code) => code,
         Err(err) => {
@@ -24,6 +25,28 @@ async fn main() {
         }
     };
     std::process::exit(code);
+}
+
+/// Every account a run reaches at once keeps its own connections (up to `--concurrency` per type,
+/// and the reads), so a run across many accounts can hold thousands of sockets. The soft limit on
+/// open files is often 1,024 (256 on macOS), well under the hard limit: raise it to the hard limit,
+/// as the operator's `ulimit -n` would, so that no call fails for want of a descriptor. A limit that
+/// cannot be raised is left as it is.
+fn raise_open_files() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let now = getrlimit(Resource::Nofile);
+    // macOS refuses an unlimited soft limit: its per-process ceiling (OPEN_MAX) is the most it takes.
+    let wanted = [now.maximum, Some(10_240)].into_iter().flatten();
+    for current in wanted.filter(|&w| now.current.is_some_and(|c| c < w)) {
+        let raised = Rlimit {
+            current: Some(current),
+            maximum: now.maximum,
+        };
+        match setrlimit(Resource::Nofile, raised) {
+            Ok(()) => return tracing::debug!(current, "raised the limit on open files"),
+            Err(error) => tracing::debug!(%error, current, "could not raise the limit on open files"),
+        }
+    }
 }
 
 /// Logs go to stderr (stdout carries the plan or JSON): warnings by default, `-v` info, `-vv` debug.

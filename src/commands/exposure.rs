@@ -6,8 +6,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use futures::StreamExt;
-
 use super::{Context, EXIT_EXPOSED, EXIT_FAILED, EXIT_OK};
 use crate::cli;
 use crate::error::describe;
@@ -54,15 +52,16 @@ pub async fn run(ctx: &Context, args: &cli::Exposure) -> Result<i32> {
 async fn across_accounts(ctx: &Context, args: &cli::Exposure, fleet: &Fleet) -> Result<Exposure> {
     let accounts = crate::accounts::resolve(&ctx.sdk, fleet).await?;
     let reached = ctx.assume_each(fleet, accounts).await;
-    let read = futures::stream::iter(reached.into_iter().map(|(account, sdk)| async move {
-        let exposure = match sdk {
-            Ok(sdk) => in_account(ctx, &sdk, args, Some(&account)).await,
-            Err(e) => Err(e),
-        };
-        (account, exposure)
-    }))
-    .buffered(ctx.account_concurrency)
-    .collect::<Vec<_>>()
+    let read = super::fanout::side_by_side(
+        ctx.account_concurrency,
+        reached.into_iter().map(|(account, sdk)| async move {
+            let exposure = match sdk {
+                Ok(sdk) => in_account(ctx, &sdk, args, Some(&account)).await,
+                Err(e) => Err(e),
+            };
+            (account, exposure)
+        }),
+    )
     .await;
     let mut all = Exposure {
         region: ctx.region.clone(),

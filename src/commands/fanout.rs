@@ -51,30 +51,31 @@ impl Context {
         engine::validate(request)?;
         let (targets, mut problems) = self.targets(command, az_id, request).await?;
         let across = targets.iter().any(|t| t.account.is_some()) || !problems.is_empty();
-        let planned: Vec<(Target, Result<Prepared>)> = futures::stream::iter(targets.into_iter().map(|target| {
-            let kubeconfig = kubeconfig.clone();
-            async move {
-                let prepared = engine::prepare(
-                    &target.sdk,
-                    &target.journal,
-                    command,
-                    az_id,
-                    request,
-                    kubeconfig,
-                    target.account.as_deref().filter(|_| target.assumed),
-                )
-                .await
-                .map(|mut prepared| {
-                    for item in &mut prepared.plan.items {
-                        item.account.clone_from(&target.account);
-                    }
-                    prepared
-                });
-                (target, prepared)
-            }
-        }))
-        .buffered(self.account_concurrency)
-        .collect()
+        let planned: Vec<(Target, Result<Prepared>)> = side_by_side(
+            self.account_concurrency,
+            targets.into_iter().map(|target| {
+                let kubeconfig = kubeconfig.clone();
+                async move {
+                    let prepared = engine::prepare(
+                        &target.sdk,
+                        &target.journal,
+                        command,
+                        az_id,
+                        request,
+                        kubeconfig,
+                        target.account.as_deref().filter(|_| target.assumed),
+                    )
+                    .await
+                    .map(|mut prepared| {
+                        for item in &mut prepared.plan.items {
+                            item.account.clone_from(&target.account);
+                        }
+                        prepared
+                    });
+                    (target, prepared)
+                }
+            }),
+        )
         .await;
         let mut parts = Vec::new();
         let mut first_error = None;
@@ -149,11 +150,7 @@ impl Context {
         let fleet = &request.fleet;
         let mut targets = Vec::new();
         let accounts = if !fleet.is_empty() {
-            let accounts = crate::accounts::resolve(&self.sdk, fleet).await?;
-            if command == Command::Recover {
-                self.say_kept_elsewhere(az_id, request, &accounts).await?;
-            }
-            accounts
+            crate::accounts::resolve(&self.sdk, fleet).await?
         } else if command == Command::Recover {
             let (stamped, own) = self.accounts_with_records(az_id, request).await?;
             // The caller's own account is one part, with the caller's credentials: its records
@@ -181,12 +178,24 @@ impl Context {
             });
             Vec::new()
         };
-        let own = if accounts.is_empty() {
-            None
-        } else {
-            Some(self.caller_account().await?)
+        // Side by side: each is a round trip before any account can be planned.
+        let named = accounts.clone();
+        let kept_elsewhere = async {
+            match command {
+                Command::Recover if !fleet.is_empty() => self.say_kept_elsewhere(az_id, request, &named).await,
+                _ => Ok(()),
+            }
         };
-        let assumed = self.assume_each(fleet, accounts).await;
+        let own = async {
+            if named.is_empty() {
+                Ok(None)
+            } else {
+                self.caller_account().await.map(Some)
+            }
+        };
+        let (kept_elsewhere, own, assumed) = tokio::join!(kept_elsewhere, own, self.assume_each(fleet, accounts));
+        kept_elsewhere?;
+        let own = own?;
         let mut problems = Vec::new();
         for (account, sdk) in assumed {
             match sdk {
@@ -221,18 +230,16 @@ impl Context {
         az_id: Option<&str>,
         request: &Request,
     ) -> Result<(Vec<String>, Option<String>)> {
-        let mut accounts: Vec<String> = self
-            .records_to_recover(az_id, request)
-            .await?
-            .into_iter()
-            .filter_map(|r| r.account_id)
-            .collect();
+        // The caller is asked alongside the read (the run's audit asks it anyway): one round trip
+        // fewer before the plan.
+        let (records, own) = tokio::join!(self.records_to_recover(az_id, request), self.caller_account());
+        let mut accounts: Vec<String> = records?.into_iter().filter_map(|r| r.account_id).collect();
         accounts.sort();
         accounts.dedup();
         if accounts.is_empty() {
             return Ok((accounts, None));
         }
-        Ok((accounts, Some(self.caller_account().await?)))
+        Ok((accounts, Some(own?)))
     }
 
     /// Every readable record of the request's types in its zone (none without a journal: the
@@ -252,9 +259,9 @@ impl Context {
     /// `recover --accounts`: say how many records of other accounts this run leaves alone, so
     /// that none is taken for recovered.
     async fn say_kept_elsewhere(&self, az_id: Option<&str>, request: &Request, accounts: &[String]) -> Result<()> {
-        let own = self.caller_account().await?;
+        let (own, records) = futures::try_join!(self.caller_account(), self.records_to_recover(az_id, request))?;
         let mut elsewhere = std::collections::BTreeMap::<String, usize>::new();
-        for record in self.records_to_recover(az_id, request).await? {
+        for record in records {
             let account = record.account_id.clone().unwrap_or_else(|| own.clone());
             if !accounts.contains(&account) {
                 *elsewhere.entry(account).or_default() += 1;
@@ -275,36 +282,32 @@ impl Context {
     /// account's SDK configuration, or why it could not be reached.
     pub async fn assume_each(&self, fleet: &Fleet, accounts: Vec<String>) -> Vec<(String, Result<SdkConfig>)> {
         let region = crate::aws::region_of(&self.sdk);
-        futures::stream::iter(accounts.into_iter().map(|account| {
-            let role = crate::accounts::role_arn(fleet, &account, &region);
-            let session = format!("azevac-{}", self.run_id);
-            // Each account's control plane has its own quotas: its own pacing buckets.
-            let http = crate::pacing::default_http_client().map(|h| self.pacing.wrap(h));
-            async move {
-                let sdk = crate::accounts::assume(&self.sdk, &role, &session, fleet.external_id.as_deref(), http).await;
-                (account, sdk)
-            }
-        }))
-        .buffered(self.account_concurrency)
-        .collect()
+        side_by_side(
+            self.account_concurrency,
+            accounts.into_iter().map(|account| {
+                let role = crate::accounts::role_arn(fleet, &account, &region);
+                let session = format!("azevac-{}", self.run_id);
+                // Each account's control plane has its own quotas: its own pacing buckets.
+                let http = crate::pacing::default_http_client().map(|h| self.pacing.wrap(h));
+                async move {
+                    let sdk =
+                        crate::accounts::assume(&self.sdk, &role, &session, fleet.external_id.as_deref(), http).await;
+                    (account, sdk)
+                }
+            }),
+        )
         .await
     }
 
     /// The caller's own account ID (STS), to tell its records from other accounts'.
     pub async fn caller_account(&self) -> Result<String> {
-        let out = crate::client!(aws_sdk_sts, &self.sdk)
-            .get_caller_identity()
-            .send()
-            .await
-            .map_err(|e| {
-                Error::BadInput(format!(
-                    "sts:GetCallerIdentity failed, so the caller's own records cannot be told from other accounts': {}",
-                    crate::text::clean(&aws_sdk_sts::error::DisplayErrorContext(&e).to_string())
-                ))
-            })?;
-        out.account()
-            .map(str::to_owned)
-            .ok_or_else(|| Error::BadInput("sts:GetCallerIdentity named no account".into()))
+        match self.identity().await {
+            Ok((_, account)) if !account.is_empty() => Ok(account.clone()),
+            Ok(_) => Err(Error::BadInput("sts:GetCallerIdentity named no account".into())),
+            Err(e) => Err(Error::BadInput(format!(
+                "sts:GetCallerIdentity failed, so the caller's own records cannot be told from other accounts': {e}"
+            ))),
+        }
     }
 }
 
@@ -330,8 +333,9 @@ impl Fanout {
             ..settings.clone()
         };
         let settings = &settings;
-        let results: Vec<(Option<String>, (Plan, Phases))> =
-            futures::stream::iter(parts.into_iter().map(|(target, prepared)| {
+        let results: Vec<(Option<String>, (Plan, Phases))> = side_by_side(
+            at_once,
+            parts.into_iter().map(|(target, prepared)| {
                 let audit = Audit {
                     account_id: target.account.clone(),
                     ..audit.clone()
@@ -343,10 +347,9 @@ impl Fanout {
                     }
                     (target.account, (plan, phases))
                 }
-            }))
-            .buffered(at_once)
-            .collect()
-            .await;
+            }),
+        )
+        .await;
         let phases = results.first().map(|(_, (_, p))| p.clone()).unwrap_or(phases);
         let plan = merge(results.into_iter().map(|(a, (plan, _))| (a, plan)), &problems);
         if problems.is_empty() {
@@ -354,6 +357,23 @@ impl Fanout {
         }
         (plan, phases)
     }
+}
+
+/// `work` side by side, at most `at_once` at a time, its outcomes in `work`'s order. Not
+/// `buffered`: that starts the next only as the oldest in flight is handed on, so one slow account
+/// held back every account behind it, and a run of many accounts took as long as its slowest of
+/// each `at_once`, one after another.
+pub async fn side_by_side<T>(
+    at_once: usize,
+    work: impl Iterator<Item = impl std::future::Future<Output = T>>,
+) -> Vec<T> {
+    let mut done: Vec<(usize, T)> =
+        futures::stream::iter(work.enumerate().map(|(i, job)| async move { (i, job.await) }))
+            .buffer_unordered(at_once.max(1))
+            .collect()
+            .await;
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, outcome)| outcome).collect()
 }
 
 /// One plan from every account's: lines in account order, each account's problems named with it,

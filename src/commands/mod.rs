@@ -64,6 +64,8 @@ pub struct Context {
     pub run_id: String,
     /// `--show-skipped`: list every skipped line of a plan.
     pub show_skipped: bool,
+    /// Who the caller is (STS: ARN and account), asked once per run and only when needed.
+    caller: tokio::sync::OnceCell<(String, String)>,
 }
 
 impl Context {
@@ -94,21 +96,18 @@ impl Context {
             pacing,
             run_id: uuid::Uuid::new_v4().to_string(),
             show_skipped: false,
+            caller: tokio::sync::OnceCell::new(),
             sdk,
         })
     }
 
     /// Who is running this, for the journal: the STS caller ARN, a fresh run ID, the reason.
     pub async fn audit(&self, reason: Option<String>) -> Audit {
-        let caller = match crate::client!(aws_sdk_sts, &self.sdk)
-            .get_caller_identity()
-            .send()
-            .await
-        {
-            Ok(out) => out.arn().unwrap_or("unknown").to_owned(),
+        let caller = match self.identity().await {
+            Ok((arn, _)) => arn.clone(),
             // Not worth stopping an evacuation for: the journal still records what changed.
-            Err(e) => {
-                tracing::warn!(error = %aws_sdk_sts::error::DisplayErrorContext(&e), "sts:GetCallerIdentity failed; recording the caller as unknown");
+            Err(error) => {
+                tracing::warn!(%error, "sts:GetCallerIdentity failed; recording the caller as unknown");
                 "unknown".to_owned()
             }
         };
@@ -122,6 +121,25 @@ impl Context {
         }
     }
 
+    /// The caller's ARN and account (STS `GetCallerIdentity`), asked once per run: the run's
+    /// accounts, its audit and its recover all need it, and each ask was a round trip before the
+    /// first change. A failure is not kept: the next ask tries again.
+    pub async fn identity(&self) -> std::result::Result<&(String, String), String> {
+        self.caller
+            .get_or_try_init(|| async {
+                let out = crate::client!(aws_sdk_sts, &self.sdk)
+                    .get_caller_identity()
+                    .send()
+                    .await
+                    .map_err(|e| crate::text::clean(&aws_sdk_sts::error::DisplayErrorContext(&e).to_string()))?;
+                Ok((
+                    out.arn().unwrap_or("unknown").to_owned(),
+                    out.account().unwrap_or_default().to_owned(),
+                ))
+            })
+            .await
+    }
+
     /// This context with `sdk` in place of its own (another account's, or other retries): the
     /// same journal, output and run.
     pub fn with_sdk(&self, sdk: SdkConfig) -> Context {
@@ -131,6 +149,8 @@ impl Context {
             journal: self.journal.clone(),
             pacing: self.pacing.clone(),
             run_id: self.run_id.clone(),
+            // Another SDK configuration may be another identity.
+            caller: tokio::sync::OnceCell::new(),
             ..*self
         }
     }
@@ -251,22 +271,28 @@ impl Context {
             crate::say!("azevac: nothing changed");
             return Ok(EXIT_OK);
         }
-        if plan.command == Command::Evacuate {
-            if self.journal.create().await? {
-                crate::say!("azevac: created journal table {}", self.journal.table());
-                // Protection must not hold up an evacuation: a failure is one warning line.
-                if let Err(e) = self.journal.protect().await {
-                    crate::say!(
-                        "azevac: warning: could not turn on point-in-time recovery for the journal: {}; \
-                         run `azevac init` later",
-                        crate::report::clean(&describe(&e))
-                    );
+        let journal_ready = async {
+            if plan.command == Command::Evacuate {
+                if self.journal.create().await? {
+                    crate::say!("azevac: created journal table {}", self.journal.table());
+                    // Protection must not hold up an evacuation: a failure is one warning line.
+                    if let Err(e) = self.journal.protect().await {
+                        crate::say!(
+                            "azevac: warning: could not turn on point-in-time recovery for the journal: {}; \
+                             run `azevac init` later",
+                            crate::report::clean(&describe(&e))
+                        );
+                    }
+                } else {
+                    self.warn_if_unprotected().await;
                 }
-            } else {
-                self.warn_if_unprotected().await;
             }
-        }
-        let audit = self.audit(plan.request.reason.clone()).await;
+            Ok::<(), Error>(())
+        };
+        // Side by side: the journal's check and the caller's identity are each a round trip
+        // before the first change.
+        let (journal_ready, audit) = tokio::join!(journal_ready, self.audit(plan.request.reason.clone()));
+        journal_ready?;
         let settings = Settings {
             concurrency: self.concurrency,
             progress: self.progress,

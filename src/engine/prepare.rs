@@ -88,11 +88,19 @@ pub async fn prepare(
             headroom(&plugins, &mut plan, &scope, &ec2).await;
         }
         Command::Recover => {
-            journal.require().await?;
             let types: Vec<&str> = plugins.iter().map(|p| p.resource_type()).collect();
-            let (mut by_type, problems) = journal.records(&types, zone.as_ref().map(|z| z.id.as_str())).await?;
+            // Side by side: the table's check, this run's records and the other types' zones are
+            // each a round trip before the plan. The check's error comes first (a missing table or
+            // someone else's: what to do), whatever the reads of that table said.
+            let (required, records, still_evacuated) = tokio::join!(
+                journal.require(),
+                journal.records(&types, zone.as_ref().map(|z| z.id.as_str())),
+                still_evacuated(journal, &types)
+            );
+            required?;
+            let (mut by_type, problems) = records?;
+            let still_evacuated = still_evacuated?;
             plan.problems = problems;
-            let still_evacuated = still_evacuated(journal, &types).await?;
             let scope = Scope {
                 command,
                 zone: zone.as_ref(),
@@ -251,13 +259,15 @@ pub(super) async fn headroom(
 /// This zone's records by journal key, and the items that could not be read. A missing table
 /// means nothing was journalled yet (a real run creates it before the first write).
 pub(super) async fn zone_records(journal: &Journal, az_id: &str) -> Result<(BTreeMap<String, Record>, Vec<String>)> {
-    // Someone else's table under the journal's name is refused before the plan, not queried.
-    match journal.check_schema().await {
+    // Someone else's table under the journal's name is refused before the plan. Checked alongside
+    // the read (a read changes nothing, and what it found is dropped): one round trip, not two.
+    let (schema, entries) = tokio::join!(journal.check_schema(), journal.in_zone(az_id));
+    match schema {
         Ok(()) => {}
         Err(Error::TableMissing { .. }) => return Ok((BTreeMap::new(), Vec::new())),
         Err(e) => return Err(e),
     }
-    let entries = match journal.in_zone(az_id).await {
+    let entries = match entries {
         Ok(entries) => entries,
         Err(Error::TableMissing { .. }) => Vec::new(),
         Err(e) => return Err(e),

@@ -232,10 +232,10 @@ impl Journal {
         let mut entries = Vec::new();
         match az_id {
             Some(az) => entries.extend(self.in_zone(az).await?),
+            // One query per type through the index, side by side.
             None => {
-                for resource_type in types {
-                    entries.extend(self.of_type(resource_type, None).await?);
-                }
+                let reads = types.iter().map(|resource_type| self.of_type(resource_type, None));
+                entries.extend(futures::future::try_join_all(reads).await?.into_iter().flatten());
             }
         }
         let mut by_type: BTreeMap<String, Vec<Record>> = BTreeMap::new();

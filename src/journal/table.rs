@@ -30,24 +30,35 @@ impl Journal {
     }
 
     /// Fail with a message naming `azevac init` when the table does not exist, and refuse (exit 2,
-    /// saying what differs) a table that is not a journal; otherwise say how it is protected.
+    /// saying what differs) a table that is not a journal; otherwise say how it is protected. One
+    /// DescribeTable answers both, and the backups are read alongside it: one round trip before a
+    /// recover can plan, where three one after another were.
     pub async fn require(&self) -> Result<Protection> {
-        self.check_schema().await?;
-        self.protection().await
+        let (table, backups) = tokio::join!(self.describe(), self.backups());
+        let table = table?;
+        self.schema_of(table.table())?;
+        Ok(Protection::of(table.table(), backups))
     }
 
     /// Whether the table is protected against deletion and can be restored to a point in time.
     /// A check that is itself denied reads as unknown, not as unprotected.
     pub async fn protection(&self) -> Result<Protection> {
-        let table = self
-            .client
+        let (table, backups) = tokio::join!(self.describe(), self.backups());
+        Ok(Protection::of(table?.table(), backups))
+    }
+
+    async fn describe(&self) -> Result<aws_sdk_dynamodb::operation::describe_table::DescribeTableOutput> {
+        self.client
             .describe_table()
             .table_name(&self.table)
             .send()
             .await
-            .map_err(|e| self.map_err("dynamodb:DescribeTable", e))?;
-        let deletion_protection = table.table().and_then(|t| t.deletion_protection_enabled()) == Some(true);
-        let point_in_time_recovery = match self
+            .map_err(|e| self.map_err("dynamodb:DescribeTable", e))
+    }
+
+    /// Whether point-in-time recovery is on (`None`: it could not be read).
+    async fn backups(&self) -> Option<bool> {
+        match self
             .client
             .describe_continuous_backups()
             .table_name(&self.table)
@@ -68,11 +79,7 @@ impl Journal {
                 );
                 None
             }
-        };
-        Ok(Protection {
-            deletion_protection,
-            point_in_time_recovery,
-        })
+        }
     }
 
     /// Turn on deletion protection and point-in-time recovery where they are off; returns what
@@ -199,14 +206,10 @@ impl Journal {
     /// or whose type index does not carry every attribute of a record (records read through it would
     /// be misread): exit 2 with what differs, before anything is written to it.
     pub async fn check_schema(&self) -> Result<()> {
-        let out = self
-            .client
-            .describe_table()
-            .table_name(&self.table)
-            .send()
-            .await
-            .map_err(|e| self.map_err("dynamodb:DescribeTable", e))?;
-        let table = out.table();
+        self.schema_of(self.describe().await?.table())
+    }
+
+    fn schema_of(&self, table: Option<&aws_sdk_dynamodb::types::TableDescription>) -> Result<()> {
         let keys: Vec<(String, String)> = table
             .map(|t| {
                 t.key_schema()
@@ -256,6 +259,13 @@ const DELETION_PROTECTION: &str = "deletion protection";
 const POINT_IN_TIME_RECOVERY: &str = "point-in-time recovery";
 
 impl Protection {
+    fn of(table: Option<&aws_sdk_dynamodb::types::TableDescription>, point_in_time_recovery: Option<bool>) -> Self {
+        Protection {
+            deletion_protection: table.and_then(|t| t.deletion_protection_enabled()) == Some(true),
+            point_in_time_recovery,
+        }
+    }
+
     /// One warning line when either protection is off, naming the command that turns it on.
     pub fn warning(&self, table: &str) -> Option<String> {
         let mut missing = Vec::new();

@@ -658,13 +658,15 @@ fn issue_37_every_command_in_the_manual_parses() {
 
 /// Flags of other tools that README and the manual name: cargo's and cargo test's, the benchmark
 /// scripts' (bench/), the AWS CLI's and kubectl's.
-const OTHER_FLAGS: [&str; 18] = [
+const OTHER_FLAGS: [&str; 21] = [
     "--all-targets",
     "--big",
     "--binary",
     "--context",
     "--emulator",
+    "--fleets",
     "--groups",
+    "--latency-ms",
     "--locked",
     "--name",
     "--nocapture",
@@ -674,6 +676,7 @@ const OTHER_FLAGS: [&str; 18] = [
     "--resources",
     "--rows",
     "--runs",
+    "--servers",
     "--skip-peer",
     "--test",
     "--unfixed-size",
