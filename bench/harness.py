@@ -66,16 +66,19 @@ class Upstream:
 SCOPE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/aws4_request")
 
 
-def relay(handler, upstream, body):
-    """Forward the request `handler` is serving to moto (an Upstream, or a port) and write moto's answer back.
-    One connection per request: moto's server (werkzeug) closes every connection after its answer. Returns
-    the answer's body."""
+def relay(handler, upstream, body, extra_headers=None, before_answer=None):
+    """Forward the request `handler` is serving to moto (an Upstream, or a port), with `extra_headers` set,
+    and write moto's answer back, after before_answer(body of the answer) when given. One connection per
+    request: moto's server (werkzeug) closes every connection after its answer."""
     port = upstream.port_for(handler.headers) if isinstance(upstream, Upstream) else upstream
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     headers = {k: v for k, v in handler.headers.items() if k.lower() != "connection"}
+    headers.update(extra_headers or {})
     conn.request(handler.command, handler.path, body=body, headers=headers)
     resp = conn.getresponse()
     data = resp.read()
+    if before_answer:
+        before_answer(data)
     handler.send_response(resp.status)
     for k, v in resp.getheaders():
         if k.lower() not in ("transfer-encoding", "connection", "content-length"):
@@ -84,7 +87,6 @@ def relay(handler, upstream, body):
     handler.end_headers()
     handler.wfile.write(data)
     conn.close()
-    return data
 
 
 def serve(forward):
@@ -239,6 +241,31 @@ def run_captured(cmd, env):
         out.seek(0); err.seek(0)
         return {"seconds": elapsed, "rss_mb": usage.ru_maxrss / 1024, "code": proc.returncode,
                 "cpu": usage.ru_utime + usage.ru_stime,
+                "stdout": out.read().decode(errors="replace"), "stderr": err.read().decode(errors="replace")}
+
+
+def run_peak(cmd, env):
+    """Run a command with stdout and stderr in files; return seconds, its peak resident memory in MB (VmHWM,
+    read every 10 ms while it runs: the rusage of a child started by vfork counts the parent's memory too),
+    its CPU seconds, exit code, stdout and stderr."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
+        peak_kb = 0
+        while proc.poll() is None:
+            try:
+                with open(f"/proc/{proc.pid}/status") as status:
+                    for line in status:
+                        if line.startswith("VmHWM:"):
+                            peak_kb = max(peak_kb, int(line.split()[1]))
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.01)
+        elapsed = time.perf_counter() - start
+        cpu = os.times()
+        out.seek(0); err.seek(0)
+        return {"seconds": elapsed, "rss_mb": peak_kb / 1024, "code": proc.returncode,
+                "cpu": cpu.children_user + cpu.children_system,
                 "stdout": out.read().decode(errors="replace"), "stderr": err.read().decode(errors="replace")}
 
 

@@ -385,7 +385,13 @@ impl ProvideCredentials for Primed {
     where
         Self: 'a,
     {
-        match self.first.lock().ok().and_then(|mut first| first.take()) {
+        // Only while they have long to live: an account planned long after its role was assumed
+        // (a large organization) gets fresh ones.
+        let fresh = |c: &Credentials| {
+            c.expiry()
+                .is_none_or(|at| at > std::time::SystemTime::now() + std::time::Duration::from_secs(300))
+        };
+        match self.first.lock().ok().and_then(|mut first| first.take()).filter(fresh) {
             Some(credentials) => future::ProvideCredentials::ready(Ok(credentials)),
             None => self.role.provide_credentials(),
         }

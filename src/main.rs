@@ -35,9 +35,12 @@ async fn main() {
 fn raise_open_files() {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let now = getrlimit(Resource::Nofile);
-    // macOS refuses an unlimited soft limit: its per-process ceiling (OPEN_MAX) is the most it takes.
-    let wanted = [now.maximum, Some(10_240)].into_iter().flatten();
-    for current in wanted.filter(|&w| now.current.is_some_and(|c| c < w)) {
+    // At most 65,536: the children azevac starts (a credential process, a kube exec plugin) inherit
+    // the limit, and some close every descriptor up to it. macOS refuses more than its per-process
+    // ceiling (OPEN_MAX, 10,240) whatever the hard limit says: that is the fallback.
+    let hard = now.maximum.unwrap_or(u64::MAX);
+    let wanted = [hard.min(65_536), hard.min(10_240)];
+    for current in wanted.into_iter().filter(|&w| now.current.is_some_and(|c| c < w)) {
         let raised = Rlimit {
             current: Some(current),
             maximum: now.maximum,

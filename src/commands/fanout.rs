@@ -178,24 +178,29 @@ impl Context {
             });
             Vec::new()
         };
-        // Side by side: each is a round trip before any account can be planned.
+        // Side by side: each is a round trip before any account can be planned. A failure of the
+        // first two stops the run before the roles are all assumed (try_join drops them), and the
+        // operator sees the same one of them every time.
         let named = accounts.clone();
-        let kept_elsewhere = async {
-            match command {
-                Command::Recover if !fleet.is_empty() => self.say_kept_elsewhere(az_id, request, &named).await,
-                _ => Ok(()),
-            }
+        let caller = async {
+            let kept_elsewhere = async {
+                match command {
+                    Command::Recover if !fleet.is_empty() => self.say_kept_elsewhere(az_id, request, &named).await,
+                    _ => Ok(()),
+                }
+            };
+            let own = async {
+                if named.is_empty() {
+                    Ok(None)
+                } else {
+                    self.caller_account().await.map(Some)
+                }
+            };
+            let (kept_elsewhere, own) = tokio::join!(kept_elsewhere, own);
+            kept_elsewhere?;
+            own
         };
-        let own = async {
-            if named.is_empty() {
-                Ok(None)
-            } else {
-                self.caller_account().await.map(Some)
-            }
-        };
-        let (kept_elsewhere, own, assumed) = tokio::join!(kept_elsewhere, own, self.assume_each(fleet, accounts));
-        kept_elsewhere?;
-        let own = own?;
+        let (own, assumed) = futures::try_join!(caller, async { Ok(self.assume_each(fleet, accounts).await) })?;
         let mut problems = Vec::new();
         for (account, sdk) in assumed {
             match sdk {
@@ -230,16 +235,18 @@ impl Context {
         az_id: Option<&str>,
         request: &Request,
     ) -> Result<(Vec<String>, Option<String>)> {
-        // The caller is asked alongside the read (the run's audit asks it anyway): one round trip
-        // fewer before the plan.
-        let (records, own) = tokio::join!(self.records_to_recover(az_id, request), self.caller_account());
-        let mut accounts: Vec<String> = records?.into_iter().filter_map(|r| r.account_id).collect();
+        let mut accounts: Vec<String> = self
+            .records_to_recover(az_id, request)
+            .await?
+            .into_iter()
+            .filter_map(|r| r.account_id)
+            .collect();
         accounts.sort();
         accounts.dedup();
         if accounts.is_empty() {
             return Ok((accounts, None));
         }
-        Ok((accounts, Some(own?)))
+        Ok((accounts, Some(self.caller_account().await?)))
     }
 
     /// Every readable record of the request's types in its zone (none without a journal: the
@@ -259,7 +266,9 @@ impl Context {
     /// `recover --accounts`: say how many records of other accounts this run leaves alone, so
     /// that none is taken for recovered.
     async fn say_kept_elsewhere(&self, az_id: Option<&str>, request: &Request, accounts: &[String]) -> Result<()> {
-        let (own, records) = futures::try_join!(self.caller_account(), self.records_to_recover(az_id, request))?;
+        // Side by side; the caller's error first when both fail, as when they were asked in turn.
+        let (own, records) = tokio::join!(self.caller_account(), self.records_to_recover(az_id, request));
+        let (own, records) = (own?, records?);
         let mut elsewhere = std::collections::BTreeMap::<String, usize>::new();
         for record in records {
             let account = record.account_id.clone().unwrap_or_else(|| own.clone());

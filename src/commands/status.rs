@@ -24,12 +24,14 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     let selected = crate::plugins::types()
         .into_iter()
         .filter(|t| args.types.types.is_empty() || args.types.types.iter().any(|w| w == t));
-    for resource_type in selected {
-        for entry in ctx.journal.of_type(resource_type, args.az_id.as_deref()).await? {
-            match entry {
-                Ok(record) => records.push(record),
-                Err(e) => problems.push(e.to_string()),
-            }
+    // One query per type through the index, side by side.
+    let reads = selected.map(|resource_type| ctx.journal.of_type(resource_type, args.az_id.as_deref()));
+    // join_all, not try_join_all: the first type's error, not whichever came first.
+    let read: Result<Vec<_>> = futures::future::join_all(reads).await.into_iter().collect();
+    for entry in read?.into_iter().flatten() {
+        match entry {
+            Ok(record) => records.push(record),
+            Err(e) => problems.push(e.to_string()),
         }
     }
     // `--accounts`: only those accounts' records (default: every account's).

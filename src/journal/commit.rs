@@ -18,7 +18,16 @@ const TRANSACT: &str = "dynamodb:TransactWriteItems";
 /// Most items DynamoDB takes in one transaction.
 pub const TRANSACTION_ITEMS: usize = 100;
 /// Transactions sent again for their innocent groups after a cancellation.
-const CANCELLED_TRIES: usize = 5;
+const CANCELLED_TRIES: u32 = 5;
+
+/// How long a transaction DynamoDB cancelled for throttling (`ThrottlingError`: a partition's
+/// write rate exceeded, which the SDK does not retry) is sent again, backing off up to
+/// [`THROTTLED_BACKOFF`] between tries. Every lock and every record of a zone share one partition
+/// key each, so a large run across many accounts can meet it: a wait, not a failed line.
+const THROTTLED_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The longest wait between two tries of a throttled transaction.
+const THROTTLED_BACKOFF: std::time::Duration = std::time::Duration::from_secs(4);
 
 /// Why a transaction did not go through.
 enum Refused {
@@ -55,14 +64,17 @@ impl Journal {
         let sizes: Vec<usize> = groups.iter().map(Vec::len).collect();
         for chunk in batches(&sizes, TRANSACTION_ITEMS) {
             let mut pending = chunk;
-            for attempt in 0..CANCELLED_TRIES {
-                if pending.is_empty() {
-                    break;
-                }
+            let started = std::time::Instant::now();
+            let (mut attempt, mut throttled) = (0_u32, false);
+            // A conflict is tried CANCELLED_TRIES times; throttling, for THROTTLED_FOR.
+            while !pending.is_empty() && (attempt < CANCELLED_TRIES || (throttled && started.elapsed() < THROTTLED_FOR))
+            {
                 // Resent after a cancellation (a conflict elsewhere, or throttling): back off first.
                 if attempt > 0 {
-                    tokio::time::sleep(std::time::Duration::from_millis(50 << attempt)).await;
+                    let backoff = std::time::Duration::from_millis(50 << attempt.min(10));
+                    tokio::time::sleep(backoff.min(THROTTLED_BACKOFF)).await;
                 }
+                attempt += 1;
                 pending = match self.transact(&groups, &pending).await {
                     Ok(()) => {
                         for &i in &pending {
@@ -80,6 +92,7 @@ impl Journal {
                         Vec::new()
                     }
                     Err(Refused::PerWrite(reasons, why)) => {
+                        throttled = reasons.iter().any(|r| r.as_deref() == Some(THROTTLING_ERROR));
                         let mut again = Vec::new();
                         let mut reasons = reasons.into_iter();
                         for &i in &pending {
@@ -257,12 +270,15 @@ pub fn batches(sizes: &[usize], limit: usize) -> Vec<Vec<usize>> {
     out
 }
 
+/// The cancellation reason of a write DynamoDB throttled.
+const THROTTLING_ERROR: &str = "ThrottlingError";
+
 /// A cancelled group's fate from its writes' reasons: `None` when every write was innocent (or
 /// caught up in another transaction on the item, or throttled), so it may be sent again.
 fn judge(group: &[Write], reasons: &[Option<String>], why: &str) -> Option<GroupError> {
     for (n, (write, reason)) in group.iter().zip(reasons).enumerate() {
         match reason.as_deref() {
-            None | Some("TransactionConflict") | Some("ThrottlingError") => {}
+            None | Some("TransactionConflict") | Some(THROTTLING_ERROR) => {}
             Some("ConditionalCheckFailed") => {
                 return Some(GroupError {
                     conditional: Some(n),

@@ -76,7 +76,9 @@ pub type Entry = Result<Record, Error>;
 type ByType = (BTreeMap<String, Vec<Record>>, Vec<String>);
 
 /// What [`Journal::records_of_every_account`] read, by the types and AZ asked for.
-type ReadOnce = Arc<tokio::sync::Mutex<HashMap<(Vec<String>, Option<String>), ByType>>>;
+/// One cell per question: the parts of a run that ask the same wait for the first one's read, and
+/// different questions (this zone's records, the other types' zones) are read side by side.
+type ReadOnce = Arc<std::sync::Mutex<HashMap<(Vec<String>, Option<String>), Arc<tokio::sync::OnceCell<ByType>>>>>;
 
 /// The journal table.
 #[derive(Debug, Clone)]
@@ -217,14 +219,13 @@ impl Journal {
     /// still evacuated (an AZ ID is one physical zone in every account).
     pub async fn records_of_every_account(&self, types: &[&str], az_id: Option<&str>) -> Result<ByType> {
         let key = (types.iter().map(|t| t.to_string()).collect(), az_id.map(str::to_owned));
-        // Held across the read: the parts of a run that ask at once wait for the first one's read.
-        let mut read = self.read.lock().await;
-        if let Some(found) = read.get(&key) {
-            return Ok(found.clone());
-        }
-        let found = self.read_records(types, az_id).await?;
-        read.insert(key, found.clone());
-        Ok(found)
+        let cell = match self.read.lock() {
+            Ok(mut cells) => Arc::clone(cells.entry(key).or_default()),
+            // Poisoned (a panic elsewhere): read without the cache.
+            Err(_) => Arc::default(),
+        };
+        // A failed read is not kept: the next ask reads again.
+        cell.get_or_try_init(|| self.read_records(types, az_id)).await.cloned()
     }
 
     /// Read the records of `types` (in one AZ, or every AZ) from the table.
@@ -235,7 +236,9 @@ impl Journal {
             // One query per type through the index, side by side.
             None => {
                 let reads = types.iter().map(|resource_type| self.of_type(resource_type, None));
-                entries.extend(futures::future::try_join_all(reads).await?.into_iter().flatten());
+                // join_all, not try_join_all: the first type's error, not whichever came first.
+                let read: Result<Vec<_>> = futures::future::join_all(reads).await.into_iter().collect();
+                entries.extend(read?.into_iter().flatten());
             }
         }
         let mut by_type: BTreeMap<String, Vec<Record>> = BTreeMap::new();

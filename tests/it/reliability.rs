@@ -268,6 +268,42 @@ async fn thirty_percent_throttling_and_faults_still_finish_exactly() {
     );
 }
 
+/// Issue 35: every lock of a run, and every record of its zone, are under one partition key each,
+/// so a run across many accounts can exceed a partition's write rate. DynamoDB then cancels the
+/// transaction with `ThrottlingError`, which the SDK does not retry: more than the five tries a
+/// conflict gets must not fail the lines, only slow them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_35_a_throttled_journal_partition_slows_the_run_and_fails_nothing() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk(&moto).await;
+    estate::seed(&sdk, &groups_estate(6)).await;
+    let original = snapshot(&sdk).await;
+    let throttled = FailRule {
+        label: "dynamodb:TransactWriteItems".into(),
+        body_contains: String::new(),
+        fault: Fault::TransactionThrottled,
+    };
+    proxy.fail_next(throttled.clone(), 7);
+    let run = azevac_at(
+        &proxy.endpoint,
+        &["evacuate", "--az-id", ZONE, "--yes", "--output", "json"],
+        &[],
+    )
+    .expect_code(0);
+    assert_eq!(proxy.injected(), 7, "every throttled transaction was answered");
+    let items = run.json()["items"].as_array().cloned().unwrap_or_default();
+    assert_eq!(items.len(), 6);
+    assert!(items.iter().all(|i| i["status"] == "done"), "{items:?}");
+    assert_eq!(journal_items(&sdk).await.len(), 6);
+
+    proxy.fail_next(throttled, 7);
+    azevac_at(&proxy.endpoint, &["recover", "--yes"], &[]).expect_code(0);
+    assert_eq!(proxy.injected(), 14);
+    assert_eq!(snapshot(&sdk).await, original);
+    assert!(journal_items(&sdk).await.is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_that_keeps_failing_fails_that_resource_only() {
     let moto = Moto::start();

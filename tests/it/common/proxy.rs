@@ -65,6 +65,9 @@ pub enum Fault {
     /// endpoint that drops its connections (a dispatch failure, where [`Fault::Drop`]'s empty 502
     /// is an answer).
     Close,
+    /// DynamoDB's `TransactionCanceledException` with every write's reason `ThrottlingError`: a
+    /// partition's write rate exceeded, as a transaction is told (the SDK does not retry it).
+    TransactionThrottled,
     /// A refusal (HTTP 400) in the service's words, with this code and message: the text AWS
     /// echoes back from a request (a name, a value) is text azevac did not write.
     Refuse {
@@ -160,6 +163,8 @@ struct State {
     rds: super::rds::FakeRds,
     /// ECS tasks, which moto cannot start in awsvpc mode.
     tasks: super::tasks::FakeTasks,
+    /// Rules that fail only their next so many matching calls (see [`Proxy::fail_next`]).
+    fail_next: Vec<(FailRule, usize)>,
 }
 
 /// A running proxy.
@@ -247,6 +252,11 @@ impl Proxy {
         let mut state = self.state.lock().expect("state");
         state.faults.rules.extend(rules);
         state.faults.latency = latency;
+    }
+
+    /// Fail the next `times` calls `rule` matches, then let them through.
+    pub fn fail_next(&self, rule: FailRule, times: usize) {
+        self.state.lock().expect("state").fail_next.push((rule, times));
     }
 
     /// Park the call `hold` picks before it is forwarded, until [`Proxy::release`]. Replaces an
@@ -425,12 +435,21 @@ async fn handle(
                 }
             }
             _ => {
-                let rule = st
-                    .faults
-                    .rules
-                    .iter()
-                    .find(|r| r.matches(&label) && text.contains(&r.body_contains))
-                    .map(|r| r.fault);
+                let next = st
+                    .fail_next
+                    .iter_mut()
+                    .find(|(r, left)| *left > 0 && r.matches(&label) && text.contains(&r.body_contains))
+                    .map(|(r, left)| {
+                        *left -= 1;
+                        r.fault
+                    });
+                let rule = next.or_else(|| {
+                    st.faults
+                        .rules
+                        .iter()
+                        .find(|r| r.matches(&label) && text.contains(&r.body_contains))
+                        .map(|r| r.fault)
+                });
                 let draw = next_random(&mut st.rng);
                 let random = (draw < st.faults.share && !st.faults.random_faults.is_empty()).then(|| {
                     let pick = (next_random(&mut st.rng) * st.faults.random_faults.len() as f64) as usize;
@@ -457,6 +476,7 @@ async fn handle(
     }
     match decision {
         Decision::Answer(Fault::Close) => close_unanswered(),
+        Decision::Answer(Fault::TransactionThrottled) => transaction_throttled(&text),
         Decision::Answer(fault) => error_response(&service, fault),
         Decision::Forward { kill_after } if arc => {
             let answer = fake.lock().expect("arc").answer(
@@ -641,6 +661,26 @@ fn close_unanswered() -> ! {
     std::panic::resume_unwind(Box::new("connection closed by the test proxy"))
 }
 
+/// DynamoDB's answer to a transaction throttled on a partition: cancelled, one reason per write.
+fn transaction_throttled(body: &str) -> Response<Body> {
+    let writes = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|b| b["TransactItems"].as_array().map(Vec::len))
+        .unwrap_or(1);
+    let reason = serde_json::json!({"Code": "ThrottlingError", "Message": "Throughput exceeds the current capacity"});
+    let answer = serde_json::json!({
+        "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+        "message": "Transaction cancelled, please refer cancellation reasons for specific reasons [ThrottlingError]",
+        "CancellationReasons": vec![reason; writes],
+    });
+    Response::builder()
+        .status(400)
+        .header("content-type", "application/x-amz-json-1.0")
+        .header("x-amzn-errortype", "TransactionCanceledException")
+        .body(Body::from(answer.to_string()))
+        .expect("response")
+}
+
 /// An error in the wire format of the service's protocol, so the SDK parses it as AWS would send it.
 fn error_response(service: &str, fault: Fault) -> Response<Body> {
     let (status, code) = match (fault, service) {
@@ -658,6 +698,8 @@ fn error_response(service: &str, fault: Fault) -> Response<Body> {
         (Fault::Throttle, "lambda") => (429, "TooManyRequestsException"),
         (Fault::Throttle, "elasticache") => (400, "Throttling"),
         (Fault::Throttle, _) => (400, "ThrottlingException"),
+        // Answered with its reasons by `transaction_throttled`; anywhere else, the bare error.
+        (Fault::TransactionThrottled, _) => (400, "TransactionCanceledException"),
         (Fault::ServerError, _) => (500, "InternalFailure"),
         (Fault::Unavailable, _) => (503, "ServiceUnavailable"),
         (Fault::AccessDenied, "ec2") => (403, "UnauthorizedOperation"),
