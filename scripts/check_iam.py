@@ -28,8 +28,16 @@ ADMIN = ROOT / "fixtures/iam-admin-policy.json"
 MEMBER = ROOT / "fixtures/member-role.cfn.yaml"
 
 # Statements of the operator policy that the member role does not have: they act in the operator's
-# account only (the journal, identity, other accounts' roles, the organization, SNS, `exposure`).
-OPERATOR_ONLY = {"AzevacOperatorReads", "AzevacJournal", "AzevacNotify", "AzevacAcrossAccounts", "AzevacOrganization"}
+# account only (the journal, identity, other accounts' roles, the organization, SNS, `exposure`, the
+# alarms `recover --waves` is gated on).
+OPERATOR_ONLY = {
+    "AzevacOperatorReads",
+    "AzevacJournal",
+    "AzevacNotify",
+    "AzevacWaveAlarms",
+    "AzevacAcrossAccounts",
+    "AzevacOrganization",
+}
 
 # Findings accepted, by (policy, issue, a piece of the detail), each with the reason; an entry needs a
 # reason a security reviewer would sign.

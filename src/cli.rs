@@ -591,9 +591,64 @@ pub struct Recover {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub kube: KubeAccess,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub waves: Waves,
     /// The kinds' own flags, as given (filled in by [`parse_from`]).
     #[arg(skip)]
     pub options: crate::plugins::Options,
+}
+
+/// `recover --waves` and its gates: resources come back a few at a time, each wave behind
+/// CloudWatch alarms and a bake time, as a careful deployment goes out.
+#[derive(Debug, Args)]
+pub struct Waves {
+    /// Put the resources back in waves, counted from the start (e.g. 1,10%,50%,100%; a last wave
+    /// of 100% is implied). Every type, account and cluster is in the first wave with room for it.
+    #[arg(long, value_name = "STEPS", value_parser = parse_waves)]
+    pub waves: Option<crate::waves::Waves>,
+    /// How long each wave bakes, its alarms watched, before the next one starts (e.g. 5m, 90s).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_wait, requires = "waves")]
+    pub bake: std::time::Duration,
+    /// CloudWatch alarm that must be OK before each wave (waited for, up to --wait-timeout), and
+    /// that stops the recovery if it goes into ALARM while a wave bakes (repeatable).
+    #[arg(long = "alarm", value_name = "NAME", value_parser = parse_alarm_name, requires = "waves")]
+    pub alarms: Vec<String>,
+    /// Every CloudWatch alarm whose name starts with this gates the waves as --alarm does (repeatable).
+    #[arg(long = "alarm-prefix", value_name = "PREFIX", value_parser = parse_alarm_name, requires = "waves")]
+    pub alarm_prefixes: Vec<String>,
+    /// When an alarm stops the recovery: `stop` keeps the rest journalled; `evacuate` also takes
+    /// the last wave back out of the zone (journalled like any evacuation).
+    #[arg(long, value_enum, value_name = "ACTION", default_value = "stop", requires = "waves")]
+    pub on_alarm: OnAlarm,
+    /// Resources with this tag come back in the first waves (repeatable; kinds that read tags).
+    #[arg(long = "first-tag", value_name = "KEY=VALUE", value_parser = parse_tag, requires = "waves")]
+    pub first_tags: Vec<(String, String)>,
+    /// Resources with this tag come back in the last waves (repeatable; kinds that read tags).
+    #[arg(long = "last-tag", value_name = "KEY=VALUE", value_parser = parse_tag, requires = "waves")]
+    pub last_tags: Vec<(String, String)>,
+}
+
+/// What a recovery in waves does when an alarm stops it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnAlarm {
+    /// Stop: the waves not started stay journalled, for a later recover.
+    Stop,
+    /// Stop, and take the last wave back out of the zone.
+    Evacuate,
+}
+
+/// `--waves`: see [`crate::waves::Waves`].
+fn parse_waves(text: &str) -> Result<crate::waves::Waves, String> {
+    text.parse()
+}
+
+/// `--alarm`, `--alarm-prefix`: CloudWatch's alarm names are 1 to 255 characters, printable.
+fn parse_alarm_name(text: &str) -> Result<String, String> {
+    if text.is_empty() || text.chars().count() > 255 || text.chars().any(char::is_control) {
+        return Err("an alarm name is 1 to 255 printable characters (e.g. --alarm checkout-p99-latency)".into());
+    }
+    Ok(text.to_owned())
 }
 
 /// `azevac apply`.

@@ -69,6 +69,14 @@ pub fn say(text: &str) {
     emit(level, "message", serde_json::json!({ "message": text }));
 }
 
+/// An event of the run besides its timeline's (a recovery's waves, its alarms), with
+/// `--log-format json`; silent with text, where the operator reads the line [`say`] printed.
+pub fn note(level: &str, event: &str, fields: serde_json::Value) {
+    if json() {
+        emit(level, event, fields);
+    }
+}
+
 /// `eprintln!` for azevac's own lines: through [`say`], so that `--log-format json` keeps stderr JSON.
 #[macro_export]
 macro_rules! say {
@@ -96,17 +104,21 @@ pub struct Timeline {
     run_id: String,
     started: Instant,
     seen: Mutex<Vec<Status>>,
+    /// Whether this timeline is the whole run's (else one wave's: its lines only).
+    whole: bool,
 }
 
 impl Timeline {
-    /// Start the timeline of a run about to carry `plan` out.
-    pub fn start(plan: &Plan, audit: &Audit) -> Timeline {
+    /// Start the timeline of a run about to carry `plan` out; `whole`: the run's own (else one
+    /// wave's, whose lines the run's `run_started` already listed).
+    pub fn start(plan: &Plan, audit: &Audit, whole: bool) -> Timeline {
         let timeline = Timeline {
             run_id: audit.run_id.clone(),
             started: Instant::now(),
             seen: Mutex::new(plan.items.iter().map(|i| i.status).collect()),
+            whole,
         };
-        if json() {
+        if json() && whole {
             let command = match plan.command {
                 Command::Evacuate => "evacuate",
                 Command::Recover => "recover",
@@ -156,10 +168,17 @@ impl Timeline {
         }
     }
 
+    /// Take every line's status as emitted already (a wave's own timeline emitted them).
+    pub fn seen(&self, plan: &Plan) {
+        if let Ok(mut seen) = self.seen.lock() {
+            *seen = plan.items.iter().map(|i| i.status).collect();
+        }
+    }
+
     /// The last line events, then `run_ended` with the totals and the wall time.
     pub fn end(&self, plan: &Plan) {
         self.update(plan);
-        if json() {
+        if json() && self.whole {
             emit(
                 "INFO",
                 "run_ended",

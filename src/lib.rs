@@ -5,6 +5,7 @@
 
 pub mod accounts;
 pub mod action;
+pub mod alarms;
 pub mod arn;
 pub mod aws;
 pub mod check;
@@ -27,5 +28,6 @@ pub mod report;
 pub mod stats;
 pub mod text;
 pub mod topology;
+pub mod waves;
 
 pub use error::{Error, Result};

@@ -351,6 +351,35 @@ pub fn ended(plan: &Plan, audit: &Audit, wall: Duration) -> Message {
     }
 }
 
+/// A message of a recovery in waves as it goes (a wave done and baking, the recovery stopped): `what`
+/// says it in a few words, `details` are the lines under it. Both are azevac's own words around
+/// untrusted names (alarms, their reasons), escaped here. `event` (`wave-2`, `stopped`) ends the
+/// Chatbot event type and the notification's ID, which must differ from message to message.
+pub fn wave(plan: &Plan, audit: &Audit, event: &str, what: &str, details: &[String]) -> Message {
+    let said = |form: Form| {
+        let mut text = heading(plan, audit, &form.put(what), form);
+        for line in details {
+            let _ = writeln!(text, "{}", form.put(line));
+        }
+        let title = format!(
+            "azevac {} {}: {} (run {})",
+            verb(plan),
+            zone_id(plan, form),
+            form.put(what),
+            short(&audit.run_id)
+        );
+        (title, text)
+    };
+    let (title, text) = said(Form::Plain);
+    let (chat_title, chat_text) = said(Form::Markdown);
+    Message {
+        chatbot: chatbot(plan, audit, &chat_title, &chat_text, event, &[]),
+        subject: subject(&title),
+        text,
+        group: audit.run_id.clone(),
+    }
+}
+
 /// The first group of a run ID: enough to tell runs apart in a subject line.
 fn short(run_id: &str) -> &str {
     run_id.split('-').next().unwrap_or(run_id)

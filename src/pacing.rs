@@ -193,6 +193,15 @@ pub fn signing_service(authorization: &str) -> Option<&str> {
         .filter(|s| !s.is_empty())
 }
 
+/// The IAM prefix `--max-rate` names a service by, for its signing name: the same but for
+/// CloudWatch, which signs as `monitoring`.
+fn iam_prefix(signing_name: &str) -> &str {
+    match signing_name {
+        "monitoring" => "cloudwatch",
+        other => other,
+    }
+}
+
 /// Whether a Lambda request is `GetFunction`: `GET /2015-03-31/functions/NAME` (a query may
 /// follow), nothing after the name (`/configuration` is GetFunctionConfiguration; no name at all is
 /// ListFunctions).
@@ -278,7 +287,7 @@ impl HttpConnector for PacedConnector {
                 let own = (service == "lambda" && is_get_function(request.method(), request.uri()))
                     .then(|| self.buckets.get(LAMBDA_GET_FUNCTION))
                     .flatten();
-                own.or_else(|| self.buckets.get(service))
+                own.or_else(|| self.buckets.get(iam_prefix(service)))
             })
             .cloned();
         let inner = self.inner.clone();

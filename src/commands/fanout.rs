@@ -4,6 +4,8 @@
 //! one question, and gets one result. An account that cannot be reached is one problem line and
 //! the others go on. A run in the caller's own account is the one-target case of the same path.
 
+use std::collections::BTreeSet;
+
 use aws_config::SdkConfig;
 use futures::StreamExt;
 
@@ -16,6 +18,7 @@ use crate::stats::Phases;
 use crate::{Error, Result};
 
 /// One account a command acts in.
+#[derive(Clone)]
 pub struct Target {
     /// The account, on runs across accounts (`None`: a run in the caller's own account only).
     pub account: Option<String>,
@@ -51,32 +54,7 @@ impl Context {
         engine::validate(request)?;
         let (targets, mut problems) = self.targets(command, az_id, request).await?;
         let across = targets.iter().any(|t| t.account.is_some()) || !problems.is_empty();
-        let planned: Vec<(Target, Result<Prepared>)> = side_by_side(
-            self.account_concurrency,
-            targets.into_iter().map(|target| {
-                let kubeconfig = kubeconfig.clone();
-                async move {
-                    let prepared = engine::prepare(
-                        &target.sdk,
-                        &target.journal,
-                        command,
-                        az_id,
-                        request,
-                        kubeconfig,
-                        target.account.as_deref().filter(|_| target.assumed),
-                    )
-                    .await
-                    .map(|mut prepared| {
-                        for item in &mut prepared.plan.items {
-                            item.account.clone_from(&target.account);
-                        }
-                        prepared
-                    });
-                    (target, prepared)
-                }
-            }),
-        )
-        .await;
+        let planned = plan_each(targets, self.account_concurrency, command, az_id, request, kubeconfig).await;
         let mut parts = Vec::new();
         let mut first_error = None;
         let unreached = problems.len();
@@ -330,6 +308,112 @@ impl Fanout {
         settings: &Settings,
         at_once: usize,
     ) -> (Plan, Phases) {
+        let everyone_reached = self.problems.is_empty();
+        let (plan, phases) = self.carry_out_part(audit, settings, at_once).await;
+        if everyone_reached {
+            engine::sweep_dead_locks(journal, &plan).await;
+        }
+        (plan, phases)
+    }
+
+    /// The lines at `picked` (indices into [`Fanout::plan`]) as a fanout of their own, each in its
+    /// account's part, and where each of its lines is in this plan (its result comes back in that
+    /// order): one wave of a recovery in waves.
+    pub fn part(&self, picked: &[usize]) -> (Fanout, Vec<usize>) {
+        let mut parts = Vec::new();
+        let mut order = Vec::new();
+        let mut offset = 0;
+        for (target, prepared) in &self.parts {
+            let size = prepared.plan.items.len();
+            let mut local: Vec<usize> = picked
+                .iter()
+                .filter(|&&i| (offset..offset + size).contains(&i))
+                .map(|&i| i - offset)
+                .collect();
+            local.sort_unstable();
+            if !local.is_empty() {
+                order.extend(local.iter().map(|i| i + offset));
+                parts.push((target.clone(), prepared.part(&local)));
+            }
+            offset += size;
+        }
+        let plan = merge(
+            parts.iter().map(|(t, p)| (t.account.as_deref(), p.plan.clone())),
+            &self.problems,
+        );
+        let fanout = Fanout {
+            plan,
+            phases: self.phases.clone(),
+            problems: self.problems.clone(),
+            parts,
+        };
+        (fanout, order)
+    }
+
+    /// The lines of `stage`, by index in [`Fanout::plan`].
+    pub fn in_stage(&self, stage: crate::plugins::Stage) -> BTreeSet<usize> {
+        let mut offset = 0;
+        let mut lines = BTreeSet::new();
+        for (_, prepared) in &self.parts {
+            lines.extend(prepared.in_stage(stage).into_iter().map(|i| i + offset));
+            offset += prepared.plan.items.len();
+        }
+        lines
+    }
+
+    /// `command` planned again in this fanout's accounts among `accounts`, each through the target
+    /// it already has (its credentials, its journal scope, the caller's own account with the
+    /// caller's own credentials): how a recovery in waves that an alarm stopped takes its last
+    /// wave back out of the zone. An account that cannot be planned is a problem line.
+    pub async fn replan(
+        &self,
+        command: Command,
+        az_id: &str,
+        request: &Request,
+        kubeconfig: Option<std::path::PathBuf>,
+        accounts: &BTreeSet<Option<String>>,
+        at_once: usize,
+    ) -> Fanout {
+        let targets = self
+            .parts
+            .iter()
+            .map(|(target, _)| target)
+            .filter(|t| accounts.contains(&t.account))
+            .cloned()
+            .collect();
+        let planned = plan_each(targets, at_once, command, Some(az_id), request, kubeconfig).await;
+        let mut parts = Vec::new();
+        let mut problems = Vec::new();
+        for (target, prepared) in planned {
+            match prepared {
+                Ok(prepared) => parts.push((target, prepared)),
+                Err(e) => problems.push(format!(
+                    "account {}: not planned: {}",
+                    target.account.as_deref().unwrap_or("(own)"),
+                    describe(&e)
+                )),
+            }
+        }
+        let plan = merge(
+            parts.iter().map(|(t, p)| (t.account.as_deref(), p.plan.clone())),
+            &problems,
+        );
+        Fanout {
+            plan,
+            phases: Phases::start(),
+            problems,
+            parts,
+        }
+    }
+
+    /// Whether every account the command names was reached and planned.
+    pub fn everyone_reached(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// [`Fanout::carry_out`] without the sweep of dead runs' locks, which only a run that knows
+    /// every record can do.
+    pub async fn carry_out_part(self, audit: &Audit, settings: &Settings, at_once: usize) -> (Plan, Phases) {
         let Fanout {
             phases,
             problems,
@@ -361,11 +445,46 @@ impl Fanout {
         .await;
         let phases = results.first().map(|(_, (_, p))| p.clone()).unwrap_or(phases);
         let plan = merge(results.into_iter().map(|(a, (plan, _))| (a, plan)), &problems);
-        if problems.is_empty() {
-            engine::sweep_dead_locks(journal, &plan).await;
-        }
         (plan, phases)
     }
+}
+
+/// `command` planned in each of `targets`, `at_once` accounts at a time, each line stamped with its
+/// target's account.
+async fn plan_each(
+    targets: Vec<Target>,
+    at_once: usize,
+    command: Command,
+    az_id: Option<&str>,
+    request: &Request,
+    kubeconfig: Option<std::path::PathBuf>,
+) -> Vec<(Target, Result<Prepared>)> {
+    side_by_side(
+        at_once,
+        targets.into_iter().map(|target| {
+            let kubeconfig = kubeconfig.clone();
+            async move {
+                let prepared = engine::prepare(
+                    &target.sdk,
+                    &target.journal,
+                    command,
+                    az_id,
+                    request,
+                    kubeconfig,
+                    target.account.as_deref().filter(|_| target.assumed),
+                )
+                .await
+                .map(|mut prepared| {
+                    for item in &mut prepared.plan.items {
+                        item.account.clone_from(&target.account);
+                    }
+                    prepared
+                });
+                (target, prepared)
+            }
+        }),
+    )
+    .await
 }
 
 /// `work` side by side, at most `at_once` at a time, its outcomes in `work`'s order. Not

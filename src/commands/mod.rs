@@ -22,6 +22,7 @@ pub mod init;
 pub mod recover;
 pub mod shift;
 pub mod status;
+pub mod waves;
 
 pub use crate::error::describe;
 
@@ -238,6 +239,19 @@ impl Context {
         wait: &cli::Wait,
         notify: &[String],
     ) -> Result<i32> {
+        self.carry_out_gated(prepared, yes, wait, notify, None).await
+    }
+
+    /// [`Context::carry_out_notifying`], in waves behind alarms when `gates` are given (`recover
+    /// --waves`).
+    pub async fn carry_out_gated(
+        &self,
+        prepared: Fanout,
+        yes: bool,
+        wait: &cli::Wait,
+        notify: &[String],
+        gates: Option<&waves::Gates>,
+    ) -> Result<i32> {
         let plan = &prepared.plan;
         let changes = plan.items.iter().filter(|i| i.changes_resource()).count();
         let planned = plan.count(Status::Planned);
@@ -263,9 +277,10 @@ impl Context {
                 plan.az_id.as_deref().unwrap_or_default(),
                 in_accounts(plan)
             ),
-            Command::Recover => {
-                format!("Put back what was taken from {changes} resources and clear {planned} journal records?")
-            }
+            Command::Recover => format!(
+                "Put back what was taken from {changes} resources and clear {planned} journal records{}?",
+                if gates.is_some() { ", in waves" } else { "" }
+            ),
         };
         if !confirm(&question, yes)? {
             crate::say!("azevac: nothing changed");
@@ -301,22 +316,38 @@ impl Context {
             paced: crate::plugins::paced_rates(&self.pacing),
             in_flight: self.operation_timeout,
             interrupt: crate::interrupt::Interrupt::listen(),
+            wave: false,
         };
         let notifier = crate::notify::Notifier::new(&self.sdk, notify);
         let started = std::time::Instant::now();
         // The start message goes out first but never holds the first change back: a slow or
         // unreachable SNS endpoint costs the evacuation nothing.
         let start = crate::notify::started(plan, &audit);
-        let (_, (mut plan, phases)) = tokio::join!(
-            notifier.publish(&start),
-            prepared.carry_out(&self.journal, &audit, &settings, self.account_concurrency)
-        );
+        let carried = async {
+            match gates {
+                None => {
+                    let (plan, phases) = prepared
+                        .carry_out(&self.journal, &audit, &settings, self.account_concurrency)
+                        .await;
+                    (plan, phases, false)
+                }
+                Some(gates) => {
+                    let outcome = self.in_waves(prepared, gates, &audit, &settings, &notifier).await;
+                    (outcome.plan, outcome.phases, outcome.halted.is_some())
+                }
+            }
+        };
+        let (_, (mut plan, phases, stopped)) = tokio::join!(notifier.publish(&start), carried);
         notifier
             .publish(&crate::notify::ended(&plan, &audit, started.elapsed()))
             .await;
         self.attach_stats(&mut plan, &phases);
         crate::report::print(&plan, self.output, crate::report::Phase::Result, &view);
-        Ok(settings.interrupt.exit_code().unwrap_or_else(|| exit_code(&plan)))
+        let code = exit_code(&plan);
+        Ok(settings
+            .interrupt
+            .exit_code()
+            .unwrap_or(if stopped { EXIT_FAILED } else { code }))
     }
 
     /// One warning line when the journal lacks deletion protection or point-in-time recovery; a

@@ -56,6 +56,9 @@ pub struct Settings {
     pub in_flight: Duration,
     /// Ctrl-C / SIGTERM: start no more changes, let those in flight finish.
     pub interrupt: Interrupt,
+    /// This carry-out is one wave of a recovery in waves: the run's own start and end events
+    /// are the caller's to emit, once.
+    pub wave: bool,
 }
 
 impl Settings {
@@ -80,7 +83,7 @@ pub struct Prepared {
     pub plan: Plan,
     /// Wall-clock phases so far, for `--stats`.
     pub phases: Phases,
-    plugins: Vec<Box<dyn Plugin>>,
+    plugins: Arc<[Box<dyn Plugin>]>,
 }
 
 impl Prepared {
@@ -90,8 +93,35 @@ impl Prepared {
         Prepared {
             plan,
             phases: Phases::start(),
-            plugins,
+            plugins: plugins.into(),
         }
+    }
+
+    /// The lines at `picked` (indices into the plan, in that order) as a plan of their own, carried
+    /// out by the same plugins: a recovery in waves carries its plan out a part at a time.
+    pub fn part(&self, picked: &[usize]) -> Prepared {
+        let mut plan = self.plan.clone();
+        plan.items = picked.iter().map(|&i| self.plan.items[i].clone()).collect();
+        Prepared {
+            plan,
+            phases: self.phases.clone(),
+            plugins: Arc::clone(&self.plugins),
+        }
+    }
+
+    /// The lines of `stage`, by index in the plan (recover: the first stage lets capacity launch
+    /// into the zone again, the last one brings traffic back once capacity is back).
+    pub fn in_stage(&self, stage: Stage) -> Vec<usize> {
+        let command = self.plan.command;
+        (0..self.plan.items.len())
+            .filter(|&i| {
+                let item = &self.plan.items[i];
+                self.plugins
+                    .iter()
+                    .find(|p| p.resource_type() == item.resource_type)
+                    .is_some_and(|p| p.stage(command, item) == stage)
+            })
+            .collect()
     }
 
     /// Carry the plan out, exactly: stage by stage (traffic, capacity, traffic again), each line
@@ -101,7 +131,7 @@ impl Prepared {
         let lease = Lease::new(audit, settings.lease, settings.in_flight);
         let heartbeat = journal.heartbeat(lease.clone());
         let command = self.plan.command;
-        let timeline = crate::events::Timeline::start(&self.plan, audit);
+        let timeline = crate::events::Timeline::start(&self.plan, audit, !settings.wave);
         let run = Run {
             journal,
             audit,
@@ -250,6 +280,7 @@ mod tests {
             paced: paced.iter().map(|(t, r)| (t.to_string(), *r)).collect(),
             in_flight: Duration::from_secs(180),
             interrupt: Interrupt::default(),
+            wave: false,
         }
     }
 

@@ -151,7 +151,11 @@ pub async fn prepare(
         item.account = account.map(str::to_owned);
     }
     phases.end("discover and plan");
-    Ok(Prepared { plan, phases, plugins })
+    Ok(Prepared {
+        plan,
+        phases,
+        plugins: plugins.into(),
+    })
 }
 
 /// The zones that keep records of types this run does not recover (a `--type` that leaves some

@@ -43,6 +43,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     build: plugin,
     flags: None,
     describe: crate::action::words::<crate::action::NoAction>,
+    cluster: super::no_cluster,
 };
 
 /// `DescribeComputeEnvironments` pages and reads at most 100 environments.

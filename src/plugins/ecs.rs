@@ -38,6 +38,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     build: plugin,
     flags: Some(&flags::FLAGS),
     describe: crate::action::words::<crate::action::NoAction>,
+    cluster: cluster_named,
 };
 
 /// `DescribeServices` takes at most 10 services per call on AWS (the emulator accepts more).
@@ -448,9 +449,13 @@ fn to_resource(cluster: &str, service: &Service) -> Resource {
 
 /// `arn:aws:ecs:REGION:ACCOUNT:service/CLUSTER/NAME` → `CLUSTER`; old-format ARNs have none.
 fn cluster_of(arn: &str) -> Option<String> {
+    cluster_named(arn).map(str::to_owned)
+}
+
+/// [`cluster_of`], borrowed: the registry's [`super::Registration::cluster`].
+fn cluster_named(arn: &str) -> Option<&str> {
     let path = arn.split_once(":service/")?.1;
-    let (cluster, _) = path.split_once('/')?;
-    Some(cluster.to_owned())
+    Some(path.split_once('/')?.0)
 }
 
 /// The ECS kind's own flag: `--cluster` (evacuate).

@@ -41,6 +41,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     build: plugin,
     flags: None,
     describe: crate::action::words::<crate::action::NoAction>,
+    cluster: super::no_cluster,
 };
 
 /// `ListEventBuses`, `ListRules` and `ListTargetsByRule` page at most 100.

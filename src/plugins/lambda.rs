@@ -42,6 +42,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     build: plugin,
     flags: None,
     describe: crate::action::words::<crate::action::NoAction>,
+    cluster: super::no_cluster,
 };
 
 /// `ListFunctions` pages at most 50 functions.

@@ -62,6 +62,14 @@ pub struct Registration {
     /// A record's actions in the operator's words, read as the kind's own action type
     /// ([`crate::action::words`]); an action that does not parse is an error, never shown as a guess.
     pub describe: fn(&Record) -> Result<Vec<String>>,
+    /// What else a resource (by its journal key) belongs to that one bad change could take down
+    /// with it, an EKS or ECS cluster: a recovery in waves spreads over them.
+    pub cluster: fn(&str) -> Option<&str>,
+}
+
+/// [`Registration::cluster`] for kinds whose resources stand alone.
+pub fn no_cluster(_resource: &str) -> Option<&str> {
+    None
 }
 
 /// A kind's own flags: declared by the kind with clap, kept in the request's options under their
@@ -202,10 +210,10 @@ pub const REGISTRY: &[Registration] = &[
     scheduler::REGISTRATION,
 ];
 
-/// The IAM service prefixes every run uses whatever the types: zones and subnets, the journal, the
-/// caller's identity and the roles it assumes (`--accounts`), the organization's accounts
-/// (`--accounts org`), and the `--notify` topics.
-pub const CORE_SERVICES: &[&str] = &["ec2", "dynamodb", "sts", "organizations", "sns"];
+/// The IAM service prefixes azevac calls whatever the types: zones and subnets and the journal on
+/// every run; the caller's identity and the roles it assumes (`--accounts`), the organization's
+/// accounts (`--accounts org`), the `--notify` topics and the alarms of `recover --waves` when asked.
+pub const CORE_SERVICES: &[&str] = &["ec2", "dynamodb", "sts", "organizations", "sns", "cloudwatch"];
 
 /// The IAM actions every run needs in each account it acts in, whatever the types: the zones, and
 /// the zone's subnets (planning, and the free addresses of the headroom check).
@@ -213,8 +221,8 @@ pub const CORE_IAM_ACTIONS: &[&str] = &["ec2:DescribeAvailabilityZones", "ec2:De
 
 /// The IAM actions needed in the operator's account only (never in a member account's role): the
 /// journal (a transaction is authorized by the actions of its writes and checks), the caller's
-/// identity and the roles it assumes (`--accounts`), the organization's accounts (`--accounts org`)
-/// and the `--notify` topics.
+/// identity and the roles it assumes (`--accounts`), the organization's accounts (`--accounts org`),
+/// the `--notify` topics and the alarms `recover --waves` is gated on.
 pub const OPERATOR_IAM_ACTIONS: &[&str] = &[
     "dynamodb:DescribeTable",
     "dynamodb:DescribeContinuousBackups",
@@ -230,6 +238,7 @@ pub const OPERATOR_IAM_ACTIONS: &[&str] = &[
     "organizations:ListAccountsForParent",
     "organizations:ListOrganizationalUnitsForParent",
     "sns:Publish",
+    "cloudwatch:DescribeAlarms",
 ];
 
 /// The IAM actions of the journal's administration, `azevac init`'s alone (fixtures/iam-admin-policy.json):

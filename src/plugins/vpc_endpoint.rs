@@ -45,6 +45,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     build: plugin,
     flags: None,
     describe: crate::action::words::<Action>,
+    cluster: super::no_cluster,
 };
 
 /// `DescribeVpcEndpoints` pages at most 1,000 endpoints.

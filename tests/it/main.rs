@@ -39,4 +39,5 @@ mod registry;
 mod reliability;
 mod schema;
 mod vpc_endpoint;
+mod waves;
 mod zonal_shift;

@@ -53,6 +53,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     build: plugin,
     flags: Some(&flags::FLAGS),
     describe: crate::action::words::<Action>,
+    cluster: super::no_cluster,
 };
 
 /// Auto Scaling pages (and accepts names) 100 at a time.

@@ -58,6 +58,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     build: plugin,
     flags: Some(&flags::FLAGS),
     describe: crate::action::words::<Action>,
+    cluster: super::no_cluster,
 };
 /// Why a single-AZ instance in the zone is listed and left alone.
 pub const NOT_MOVABLE: &str =

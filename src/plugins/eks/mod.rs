@@ -47,6 +47,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     build: plugin,
     flags: Some(&super::kube::flags::FLAGS),
     describe: crate::action::words::<Action>,
+    cluster: |resource| Some(decide::cluster_of(resource)).filter(|c| !c.is_empty()),
 };
 /// The taint azevac adds (value: the AZ ID).
 pub const TAINT_KEY: &str = "azevac.io/evacuated";

@@ -48,6 +48,8 @@ pub const REGISTRATION: super::Registration = super::Registration {
     build: plugin,
     flags: Some(&super::kube::flags::FLAGS),
     describe: crate::action::words::<Action>,
+    // `CLUSTER/nodepool/NAME`, `CLUSTER/node/NAME`.
+    cluster: |resource| resource.rsplitn(3, '/').nth(2),
 };
 /// The node annotation that keeps Karpenter from disrupting a node (drift, consolidation).
 pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";

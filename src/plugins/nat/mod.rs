@@ -57,6 +57,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     build: plugin,
     flags: None,
     describe: crate::action::words::<actions::Action>,
+    cluster: super::no_cluster,
 };
 /// What routing through another zone costs, shown with every evacuation line.
 const CROSS_ZONE_NOTE: &str = "egress now crosses zones to the replacement NAT gateway: cross-zone data transfer \

@@ -54,6 +54,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     build: plugin,
     flags: Some(&flags::FLAGS),
     describe: crate::action::words::<actions::Action>,
+    cluster: super::no_cluster,
 };
 /// `--expires-in` when not given: long enough to ride out most zonal incidents, short enough that
 /// a forgotten shift ends by itself.

@@ -1,6 +1,7 @@
 //! Shared by the integration tests: a moto server per test, SDK clients pointed at it, the real
 //! `azevac` binary run against it, and readers of the live estate and the journal table.
 
+pub mod cbor;
 pub mod elasticache;
 pub mod estate;
 pub mod events;

@@ -393,12 +393,22 @@ async fn handle(
 ) -> Response<Body> {
     let _in_flight = InFlight::enter(&state, &parked);
     let (parts, body) = req.into_parts();
-    let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let mut bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
     let service = service_of(&parts.headers);
+    // CloudWatch's CBOR, as the JSON moto reads (and the test reads in the proxy's log).
+    let cbor = (service == "monitoring")
+        .then(|| super::cbor::operation(parts.uri.path()))
+        .flatten()
+        .map(str::to_owned);
+    if cbor.is_some() {
+        bytes = super::cbor::to_json(&bytes).to_string().into();
+    }
+    let text = String::from_utf8_lossy(&bytes).into_owned();
     let arc = service == "arc-zonal-shift";
     let action = if arc {
         zonal::operation(parts.method.as_str(), parts.uri.path()).to_owned()
+    } else if let Some(operation) = &cbor {
+        operation.clone()
     } else {
         action_of(&parts.headers, parts.uri.path(), &text)
     };
@@ -519,13 +529,24 @@ async fn handle(
                     .body(Body::from(super::query::error_xml(code, &message)))
                     .expect("response");
             }
-            let uri = format!(
-                "{upstream}{}",
-                parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/")
-            );
+            let uri = match cbor {
+                Some(_) => format!("{upstream}/"),
+                None => format!(
+                    "{upstream}{}",
+                    parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/")
+                ),
+            };
             let mut forward = Request::builder().method(parts.method.clone()).uri(uri);
             for (name, value) in &parts.headers {
-                forward = forward.header(name, value);
+                let encoding = ["content-type", "content-length", "smithy-protocol", "accept"];
+                if cbor.is_none() || !encoding.contains(&name.as_str()) {
+                    forward = forward.header(name, value);
+                }
+            }
+            if let Some(operation) = &cbor {
+                forward = forward
+                    .header("content-type", "application/x-amz-json-1.0")
+                    .header("x-amz-target", format!("{}.{operation}", super::cbor::TARGET));
             }
             let forwarded = client.request(forward.body(Body::from(bytes)).expect("request")).await;
             let response = match forwarded {
@@ -544,6 +565,15 @@ async fn handle(
                                 .or_else(|| super::volumes::answered(&service, &action, status, &answered)),
                         }
                     };
+                    if cbor.is_some() {
+                        p.headers.remove("content-length");
+                        p.headers
+                            .insert("content-type", "application/cbor".parse().expect("header"));
+                        p.headers
+                            .insert("smithy-protocol", "rpc-v2-cbor".parse().expect("header"));
+                        let body = super::cbor::to_cbor(&body);
+                        return finish(&state, &service, kill_after, Response::from_parts(p, Body::from(body)));
+                    }
                     if let Some(rewritten) = rewritten {
                         p.headers.remove("content-length");
                         return finish(
@@ -715,6 +745,15 @@ fn error_response(service: &str, fault: Fault) -> Response<Body> {
     let json_message = serde_json::to_string(message).expect("a string");
     let xml_message = message.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
     let message = xml_message.as_str();
+    if service == "monitoring" {
+        let error = serde_json::json!({"__type": code, "message": message}).to_string();
+        return Response::builder()
+            .status(status)
+            .header("content-type", "application/cbor")
+            .header("smithy-protocol", "rpc-v2-cbor")
+            .body(Body::from(super::cbor::to_cbor(error.as_bytes())))
+            .expect("response");
+    }
     let (content_type, body) = match service {
         "ec2" => (
             "text/xml",
