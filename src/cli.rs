@@ -174,6 +174,17 @@ impl Command {
         }
     }
 
+    /// What the plan's heading calls a command that plans as evacuate or recover but is not
+    /// either (`shift extend`): an operator who extended shifts must not read "evacuate".
+    pub fn heading(&self) -> Option<&'static str> {
+        match self {
+            Command::Shift(Shift::Start(_)) => Some("shift start"),
+            Command::Shift(Shift::Cancel(_)) => Some("shift cancel"),
+            Command::Shift(Shift::Extend(_)) => Some("shift extend"),
+            _ => None,
+        }
+    }
+
     /// The AZ ID the command names, if any: it also says which region the command is about.
     pub fn az_id(&self) -> Option<&str> {
         match self {

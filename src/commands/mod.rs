@@ -65,6 +65,8 @@ pub struct Context {
     pub run_id: String,
     /// `--show-skipped`: list every skipped line of a plan.
     pub show_skipped: bool,
+    /// What the plan's heading calls the command, when it is not evacuate or recover itself.
+    pub heading: Option<&'static str>,
     /// Who the caller is (STS: ARN and account), asked once per run and only when needed.
     caller: tokio::sync::OnceCell<(String, String)>,
 }
@@ -97,6 +99,7 @@ impl Context {
             pacing,
             run_id: uuid::Uuid::new_v4().to_string(),
             show_skipped: false,
+            heading: None,
             caller: tokio::sync::OnceCell::new(),
             sdk,
         })
@@ -188,6 +191,7 @@ impl Context {
         }
         crate::report::View {
             show_skipped: self.show_skipped,
+            verb: self.heading,
             subnet_names: names,
             ..crate::report::View::of(self.output)
         }
@@ -272,6 +276,12 @@ impl Context {
             crate::report::print(plan, self.output, crate::report::Phase::Plan { dry_run: false }, &view);
         }
         let question = match plan.command {
+            _ if self.heading.is_some() => format!(
+                "{} {}: change {changes} resources{}?",
+                self.heading.unwrap_or_default(),
+                plan.az_id.as_deref().unwrap_or("every zone"),
+                in_accounts(plan)
+            ),
             Command::Evacuate => format!(
                 "Evacuate {} from {changes} resources{}?",
                 plan.az_id.as_deref().unwrap_or_default(),
@@ -441,6 +451,7 @@ pub async fn run(cli: &cli::Cli) -> Result<i32> {
     }
     let mut ctx = Context::connect(&cli.global, cli.command.az_id()).await?;
     ctx.show_skipped = cli.command.show_skipped();
+    ctx.heading = cli.command.heading();
     match &cli.command {
         cli::Command::Init => init::run(&ctx).await,
         cli::Command::Evacuate(args) => evacuate::run(&ctx, args).await,

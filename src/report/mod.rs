@@ -149,6 +149,8 @@ pub struct View {
     pub show_skipped: bool,
     /// Subnet ID to its Name tag, for `-o wide` (empty: IDs alone).
     pub subnet_names: BTreeMap<String, String>,
+    /// What the heading calls the command (`shift extend`); none: the plan's own command.
+    pub verb: Option<&'static str>,
 }
 
 impl View {

@@ -14,10 +14,10 @@ pub const SKIPPED_LISTED: usize = 20;
 
 /// The human-readable form: a heading, the table, the notes, problems, and the summaries.
 pub fn render(plan: &Plan, phase: Phase, view: &View) -> String {
-    let verb = match plan.command {
+    let verb = view.verb.unwrap_or(match plan.command {
         Command::Evacuate => "evacuate",
         Command::Recover => "recover",
-    };
+    });
     let zone = match (&plan.az_id, &plan.az_name) {
         (Some(id), Some(name)) => format!("{id} ({name})"),
         (Some(id), None) => id.clone(),

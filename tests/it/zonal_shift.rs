@@ -819,3 +819,54 @@ async fn issue_33_azevacs_shifts_are_extended_and_never_lapse_silently() {
     assert!(journal_items(&setup.sdk).await.is_empty());
     assert_eq!(setup.proxy.arc.lock().expect("arc").active(), vec![theirs]);
 }
+
+/// Issue 33, part 1: a reviewed `shift extend` plan, saved with `--dry-run --output json`, is
+/// carried out by `apply` as it was planned: azevac's shifts extended to the plan's expiry, the
+/// expiry each had journalled, and nothing started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_33_apply_carries_a_saved_shift_extend_plan_out() {
+    let setup = Setup::new().await;
+    setup
+        .run(&[
+            "evacuate",
+            "--az-id",
+            ZONE,
+            "--zonal-shift",
+            "--type",
+            "zonal-shift",
+            "--yes",
+        ])
+        .expect_code(0);
+    let before = ours_on(&setup, &setup.nlb);
+    // The plan says what the operator asked for: no "evacuate" in an extension's heading.
+    let shown = setup
+        .run(&["shift", "extend", "--expires-in", "5h", "--dry-run"])
+        .expect_code(0);
+    assert!(
+        shown
+            .stdout
+            .starts_with("azevac shift extend use1-az2 (us-east-1c) in us-east-1: plan (dry run"),
+        "{}",
+        shown.stdout
+    );
+    let plan = setup
+        .run(&["shift", "extend", "--expires-in", "5h", "--dry-run", "--output", "json"])
+        .expect_code(0);
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let path = scratch.path().join("extend.json");
+    std::fs::write(&path, &plan.stdout).expect("write the plan");
+    setup.proxy.set(Faults::default());
+    let applied = setup
+        .run(&["apply", path.to_str().expect("utf-8"), "--yes", "--output", "json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(applied["summary"]["done"], 2, "{applied}");
+    assert_eq!(setup.positions("arc-zonal-shift:UpdateZonalShift").len(), 2);
+    assert!(setup.positions("arc-zonal-shift:StartZonalShift").is_empty());
+    let after = ours_on(&setup, &setup.nlb);
+    assert_eq!(
+        (after.id.as_str(), after.expires_in.as_str()),
+        (before.id.as_str(), "5h")
+    );
+    assert_eq!(ours_on(&setup, &setup.web).expires_in, "5h");
+}
