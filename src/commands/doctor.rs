@@ -51,7 +51,7 @@ pub async fn run(ctx: &Context, args: &cli::Doctor) -> Result<i32> {
         checks.extend(zones(ctx, args.az_id.as_deref()).await);
         checks.push(subnets(ctx).await);
         checks.extend(journal(ctx).await);
-        checks.extend(shift_expiries(ctx).await);
+        checks.extend(shift_expiries(ctx, &args.accounts.fleet()).await);
         checks.extend(types(ctx, args, None).await);
         checks.extend(accounts(ctx, args).await);
     }
@@ -186,7 +186,7 @@ async fn journal(ctx: &Context) -> Vec<Check> {
 
 /// The zonal shifts azevac's journal holds: none over while the journal says evacuated (a fail:
 /// traffic is back in the zone), none ending within the hour (a warning). No records: no line.
-async fn shift_expiries(ctx: &Context) -> Option<Check> {
+async fn shift_expiries(ctx: &Context, fleet: &crate::model::Fleet) -> Option<Check> {
     use crate::plugins::zonal_shift::expiry::{self, Standing};
     use crate::plugins::zonal_shift::{RENEW_WITHIN, TYPE};
     const NAME: &str = "zonal shifts";
@@ -202,10 +202,16 @@ async fn shift_expiries(ctx: &Context) -> Option<Check> {
     if records.is_empty() {
         return None;
     }
-    let shifts: Vec<_> = match expiry::of(&ctx.sdk, &records, RENEW_WITHIN).await {
-        Ok(shifts) => shifts.into_iter().flatten().collect(),
-        Err(e) => return Some(Check::failed_call(NAME, "arc-zonal-shift:ListZonalShifts", &e)),
-    };
+    let (shifts, unreached) = super::status::shift_expiries(ctx, &records, RENEW_WITHIN, fleet).await;
+    if !unreached.is_empty() {
+        return Some(Check::fail(
+            NAME,
+            unreached.join("; "),
+            "grant arc-zonal-shift:ListZonalShifts (the operator policy and the member role have it), and \
+             check each account's role with `azevac doctor --accounts`",
+        ));
+    }
+    let shifts: Vec<_> = shifts.into_iter().flatten().collect();
     let said = |s: &expiry::ShiftExpiry, what: &str| {
         format!(
             "{} of {} away from {} {what}",

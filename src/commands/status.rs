@@ -1,9 +1,13 @@
 //! `azevac status`: what the journal says is evacuated now, and by whom; and, for the zonal shifts
 //! azevac started, when each ends (ARC lets a shift expire while the journal still says evacuated).
 
+use std::collections::BTreeMap;
+
 use super::{Context, EXIT_EXPOSED, EXIT_OK};
 use crate::cli;
-use crate::plugins::zonal_shift;
+use crate::error::describe;
+use crate::model::{Fleet, Record};
+use crate::plugins::zonal_shift::{self, expiry, expiry::ShiftExpiry};
 use crate::report;
 use crate::topology::Zones;
 use crate::Result;
@@ -49,24 +53,14 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     // When azevac's shifts end, read from the records' typed actions before they are put in words.
     // A shift ending within the hour is warned of; with --fail-if-expiring, within that long.
     let within = args.fail_if_expiring.unwrap_or(zonal_shift::RENEW_WITHIN);
-    let shifts = match zonal_shift::expiry::of(&ctx.sdk, &records, within).await {
-        Ok(shifts) => {
-            let (read, unread): (Vec<_>, Vec<_>) = shifts.into_iter().partition(Result::is_ok);
-            // A table reports a record it cannot read below, with every kind's.
-            if ctx.output == crate::model::Output::Json {
-                problems.extend(unread.into_iter().filter_map(Result::err).map(|e| e.to_string()));
-            }
-            read.into_iter().flatten().collect()
-        }
-        Err(e) => {
-            problems.push(format!(
-                "{}: could not read from ARC when azevac's shifts end: {}",
-                zonal_shift::TYPE,
-                crate::error::describe(&e)
-            ));
-            Vec::new()
-        }
-    };
+    let (shifts, unreached) = shift_expiries(ctx, &records, within, &fleet).await;
+    problems.extend(unreached);
+    let (read, unread): (Vec<_>, Vec<_>) = shifts.into_iter().partition(Result::is_ok);
+    // A table reports a record it cannot read below, with every kind's.
+    if ctx.output == crate::model::Output::Json {
+        problems.extend(unread.into_iter().filter_map(Result::err).map(|e| e.to_string()));
+    }
+    let shifts: Vec<ShiftExpiry> = read.into_iter().flatten().collect();
     // What each record says was done, in the operator's words, as its kind reads it: a record
     // whose actions this version cannot read is a problem, never shown as a guess.
     if ctx.output != crate::model::Output::Json {
@@ -118,4 +112,76 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     } else {
         EXIT_OK
     })
+}
+
+/// When azevac's shifts among `records` end, each read from ARC in the account its record was
+/// journalled in: the caller's own with the caller's credentials, another through `fleet`'s role
+/// there (ARC answers for its own account's shifts only). Returns each shift record's expiry (or
+/// why its actions cannot be read), and a problem line per account whose shifts ARC did not tell:
+/// their records are [`expiry::Standing::NotChecked`], never judged against another account's list.
+pub(super) async fn shift_expiries(
+    ctx: &Context,
+    records: &[Record],
+    within: i64,
+    fleet: &Fleet,
+) -> (Vec<Result<ShiftExpiry>>, Vec<String>) {
+    let shifts: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.resource_type == zonal_shift::TYPE)
+        .collect();
+    if shifts.is_empty() {
+        return Default::default();
+    }
+    // Records stamped with the caller's own account are its own, however they were written.
+    let own = match shifts.iter().any(|r| r.account_id.is_some()) {
+        true => ctx.caller_account().await.ok(),
+        false => None,
+    };
+    let mut by_account: BTreeMap<Option<String>, Vec<Record>> = BTreeMap::new();
+    for record in shifts {
+        let account = record.account_id.clone().filter(|a| Some(a) != own.as_ref());
+        by_account.entry(account).or_default().push(record.clone());
+    }
+    let cannot_read = |account: Option<&str>, e: &crate::Error| {
+        format!(
+            "{}{}: could not read from ARC when azevac's shifts end: {}",
+            account.map(|a| format!("account {a}: ")).unwrap_or_default(),
+            zonal_shift::TYPE,
+            describe(e)
+        )
+    };
+    let mut expiries = Vec::new();
+    let mut problems = Vec::new();
+    if let Some(mine) = by_account.remove(&None) {
+        match expiry::of(&ctx.sdk, &mine, within).await {
+            Ok(read) => expiries.extend(read),
+            Err(e) => problems.push(cannot_read(None, &e)),
+        }
+    }
+    let accounts: Vec<String> = by_account.keys().flatten().cloned().collect();
+    let reads = ctx
+        .assume_each(fleet, accounts)
+        .await
+        .into_iter()
+        .map(|(account, sdk)| {
+            let theirs = by_account.get(&Some(account.clone())).cloned().unwrap_or_default();
+            async move {
+                let read = match sdk {
+                    Ok(sdk) => expiry::of(&sdk, &theirs, within).await,
+                    Err(e) => Err(e),
+                };
+                (account, theirs, read)
+            }
+        });
+    for (account, theirs, read) in futures::future::join_all(reads).await {
+        match read {
+            Ok(read) => expiries.extend(read),
+            Err(e) => {
+                problems.push(cannot_read(Some(&account), &e));
+                let why = crate::text::clean(&describe(&e));
+                expiries.extend(theirs.iter().map(|r| expiry::not_checked(r, &why)));
+            }
+        }
+    }
+    (expiries, problems)
 }

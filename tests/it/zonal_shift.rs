@@ -870,3 +870,56 @@ async fn issue_33_apply_carries_a_saved_shift_extend_plan_out() {
     );
     assert_eq!(ours_on(&setup, &setup.web).expires_in, "5h");
 }
+
+/// Issue 33, part 1: across accounts, `status` reads each account's shifts from ARC in that account
+/// (through its role), so a shift journalled there is judged by its own account's list; an account
+/// that cannot be reached leaves its shifts "not checked", with why, and a problem line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_33_status_reads_each_accounts_shifts_in_that_account() {
+    const MEMBER: &str = "111111111111";
+    let setup = Setup::new().await;
+    setup
+        .run(&[
+            "evacuate",
+            "--az-id",
+            ZONE,
+            "--zonal-shift",
+            "--type",
+            "zonal-shift",
+            "--accounts",
+            MEMBER,
+            "--yes",
+        ])
+        .expect_code(0);
+    let status = setup.run(&["status", "--output", "json"]).expect_code(0).json();
+    let entry = shift_status(&status, &setup.nlb);
+    assert_eq!(entry["account_id"], MEMBER, "{entry}");
+    assert_eq!(entry["standing"], "active", "read in the member account: {entry}");
+    assert!(entry["seconds_left"].as_i64().is_some_and(|s| s > 2 * 3600), "{entry}");
+
+    setup.proxy.set(Faults {
+        rules: vec![FailRule {
+            label: "sts:AssumeRole".into(),
+            body_contains: MEMBER.into(),
+            fault: Fault::AccessDenied,
+        }],
+        ..Faults::default()
+    });
+    let unreached = setup.run(&["status", "--output", "json"]);
+    let doc = unreached.json();
+    let entry = shift_status(&doc, &setup.nlb);
+    assert_eq!(entry["standing"], "not_checked", "{entry}");
+    assert!(
+        entry["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains(&format!("account {MEMBER} could not be reached"))),
+        "{entry}"
+    );
+    assert!(
+        doc["problems"].as_array().is_some_and(|p| p.iter().any(|p| p
+            .as_str()
+            .is_some_and(|p| p.starts_with(&format!("account {MEMBER}: "))))),
+        "{doc}"
+    );
+    setup.run(&["status", "--fail-if-expiring", "1h"]).expect_code(1);
+}

@@ -30,7 +30,7 @@ pub enum Standing {
     /// The record names no shift yet (a run stopped before ARC answered): `recover` finds it by
     /// the run ID in its comment.
     Unconfirmed,
-    /// Journalled in another account (`--accounts`): not looked at with this account's credentials.
+    /// Journalled in another account (`--accounts`) whose role could not be assumed: not known.
     NotChecked,
 }
 
@@ -69,9 +69,9 @@ impl ShiftExpiry {
     }
 }
 
-/// The expiry of each shift record among `records`, read from ARC once (none: ARC is not asked);
-/// per record, why not when its actions cannot be read. `warn_within`: a shift ending within that
-/// many seconds carries a warning.
+/// The expiry of each shift record among `records`, read from ARC once with `sdk` (the account the
+/// records were journalled in; none: ARC is not asked); per record, why not when its actions cannot
+/// be read. `warn_within`: a shift ending within that many seconds carries a warning.
 pub async fn of(sdk: &aws_config::SdkConfig, records: &[Record], warn_within: i64) -> Result<Vec<Result<ShiftExpiry>>> {
     let shifts: Vec<&Record> = records.iter().filter(|r| r.resource_type == TYPE).collect();
     if shifts.is_empty() {
@@ -96,7 +96,6 @@ pub fn standing(record: &Record, known: &BTreeMap<String, Known>, now: i64, warn
     let az = &record.az_id;
     let found = id.as_ref().and_then(|id| known.get(id));
     let standing = match (&id, found) {
-        _ if record.account_id.is_some() => Standing::NotChecked,
         (None, _) => Standing::Unconfirmed,
         (Some(_), None) => Standing::Gone,
         (Some(_), Some(k)) => match k.status.as_str() {
@@ -138,5 +137,27 @@ pub fn standing(record: &Record, known: &BTreeMap<String, Known>, now: i64, warn
         expires_at: expires_at.map(rfc3339),
         seconds_left,
         warning,
+    })
+}
+
+/// A shift record of an account that could not be reached (`why`): what it says, not known to ARC.
+pub fn not_checked(record: &Record, why: &str) -> Result<ShiftExpiry> {
+    let az = &record.az_id;
+    Ok(ShiftExpiry {
+        resource: arn_of(&record.resource).to_owned(),
+        name: record
+            .resource_name
+            .clone()
+            .unwrap_or_else(|| arn_of(&record.resource).to_owned()),
+        az_id: az.clone(),
+        account_id: record.account_id.clone(),
+        zonal_shift_id: started_id(record)?,
+        standing: Standing::NotChecked,
+        expires_at: None,
+        seconds_left: None,
+        warning: Some(format!(
+            "not checked: account {} could not be reached ({why}); whether its shift away from {az} is still in force is not known",
+            record.account_id.as_deref().unwrap_or("(own)")
+        )),
     })
 }

@@ -575,11 +575,16 @@ fn issue_33_a_shift_is_active_until_it_ends_and_reported_once_it_has() {
             .standing,
         Standing::Unconfirmed
     );
-    // Another account's record is not looked at with this account's credentials.
+    // Another account's record is judged by what ARC says in that account; one whose account
+    // could not be reached is not known, and says why.
     let mut elsewhere = ours.clone();
     elsewhere.account_id = Some("210987654321".into());
-    let not_checked = standing(&elsewhere, &BTreeMap::new(), now, 3600).expect("readable");
+    let not_checked = super::expiry::not_checked(&elsewhere, "AccessDenied").expect("readable");
     assert!(not_checked.standing == Standing::NotChecked && !not_checked.expiring(i64::MAX));
+    assert!(not_checked
+        .warning
+        .as_deref()
+        .is_some_and(|w| w.contains("account 210987654321 could not be reached (AccessDenied)")));
     // An action this version cannot read is an error, never a guess.
     assert!(standing(
         &record(&[r#"{"started":{"arn":"x"}}"#], "run-1"),
