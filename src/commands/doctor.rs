@@ -203,14 +203,6 @@ async fn shift_expiries(ctx: &Context, fleet: &crate::model::Fleet) -> Option<Ch
         return None;
     }
     let (shifts, unreached) = super::status::shift_expiries(ctx, &records, RENEW_WITHIN, fleet).await;
-    if !unreached.is_empty() {
-        return Some(Check::fail(
-            NAME,
-            unreached.join("; "),
-            "grant arc-zonal-shift:ListZonalShifts (the operator policy and the member role have it), and \
-             check each account's role with `azevac doctor --accounts`",
-        ));
-    }
     let shifts: Vec<_> = shifts.into_iter().flatten().collect();
     let said = |s: &expiry::ShiftExpiry, what: &str| {
         format!(
@@ -233,14 +225,24 @@ async fn shift_expiries(ctx: &Context, fleet: &crate::model::Fleet) -> Option<Ch
         })
         .collect();
     if !over.is_empty() {
+        // A shift that is over says most, and the accounts not read are said with it.
+        let unread = unreached.iter().map(|u| format!("; {u}")).collect::<String>();
         return Some(Check::fail(
             NAME,
             format!(
-                "{}: traffic flows into the zone again although the journal says evacuated",
+                "{}: traffic flows into the zone again although the journal says evacuated{unread}",
                 over.join("; ")
             ),
             "`azevac shift start --az-id AZ_ID` shifts it away again; `azevac recover --type zonal-shift` \
              clears the records once the zone is healthy",
+        ));
+    }
+    if !unreached.is_empty() {
+        return Some(Check::fail(
+            NAME,
+            unreached.join("; "),
+            "grant arc-zonal-shift:ListZonalShifts (the operator policy and the member role have it), and \
+             check each account's role with `azevac doctor --accounts`",
         ));
     }
     let soon: Vec<String> = shifts

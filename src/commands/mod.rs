@@ -275,19 +275,18 @@ impl Context {
         if self.output != Output::Json {
             crate::report::print(plan, self.output, crate::report::Phase::Plan { dry_run: false }, &view);
         }
-        let question = match plan.command {
-            _ if self.heading.is_some() => format!(
-                "{} {}: change {changes} resources{}?",
-                self.heading.unwrap_or_default(),
+        let question = match (self.heading, plan.command) {
+            (Some(heading), _) => format!(
+                "{heading} {}: change {changes} resources{}?",
                 plan.az_id.as_deref().unwrap_or("every zone"),
                 in_accounts(plan)
             ),
-            Command::Evacuate => format!(
+            (None, Command::Evacuate) => format!(
                 "Evacuate {} from {changes} resources{}?",
                 plan.az_id.as_deref().unwrap_or_default(),
                 in_accounts(plan)
             ),
-            Command::Recover => format!(
+            (None, Command::Recover) => format!(
                 "Put back what was taken from {changes} resources and clear {planned} journal records{}?",
                 if gates.is_some() { ", in waves" } else { "" }
             ),
@@ -326,7 +325,7 @@ impl Context {
             paced: crate::plugins::paced_rates(&self.pacing),
             in_flight: self.operation_timeout,
             interrupt: crate::interrupt::Interrupt::listen(),
-            wave: false,
+            run_events: true,
         };
         let notifier = crate::notify::Notifier::new(&self.sdk, notify);
         let started = std::time::Instant::now();

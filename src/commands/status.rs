@@ -132,9 +132,20 @@ pub(super) async fn shift_expiries(
     if shifts.is_empty() {
         return Default::default();
     }
+    let mut problems = Vec::new();
     // Records stamped with the caller's own account are its own, however they were written.
     let own = match shifts.iter().any(|r| r.account_id.is_some()) {
-        true => ctx.caller_account().await.ok(),
+        true => match ctx.caller_account().await {
+            Ok(own) => Some(own),
+            Err(e) => {
+                problems.push(format!(
+                    "{}: the caller's own account is not known, so its stamped shifts are read through its role: {}",
+                    zonal_shift::TYPE,
+                    describe(&e)
+                ));
+                None
+            }
+        },
         false => None,
     };
     let mut by_account: BTreeMap<Option<String>, Vec<Record>> = BTreeMap::new();
@@ -151,11 +162,14 @@ pub(super) async fn shift_expiries(
         )
     };
     let mut expiries = Vec::new();
-    let mut problems = Vec::new();
     if let Some(mine) = by_account.remove(&None) {
         match expiry::of(&ctx.sdk, &mine, within).await {
             Ok(read) => expiries.extend(read),
-            Err(e) => problems.push(cannot_read(None, &e)),
+            Err(e) => {
+                problems.push(cannot_read(None, &e));
+                let why = format!("ARC could not be read: {}", crate::text::clean(&describe(&e)));
+                expiries.extend(mine.iter().map(|r| expiry::not_checked(r, &why)));
+            }
         }
     }
     let accounts: Vec<String> = by_account.keys().flatten().cloned().collect();
@@ -167,8 +181,10 @@ pub(super) async fn shift_expiries(
             let theirs = by_account.get(&Some(account.clone())).cloned().unwrap_or_default();
             async move {
                 let read = match sdk {
-                    Ok(sdk) => expiry::of(&sdk, &theirs, within).await,
-                    Err(e) => Err(e),
+                    Ok(sdk) => expiry::of(&sdk, &theirs, within)
+                        .await
+                        .map_err(|e| (e, "ARC could not be read")),
+                    Err(e) => Err((e, "its role could not be assumed")),
                 };
                 (account, theirs, read)
             }
@@ -176,9 +192,9 @@ pub(super) async fn shift_expiries(
     for (account, theirs, read) in futures::future::join_all(reads).await {
         match read {
             Ok(read) => expiries.extend(read),
-            Err(e) => {
+            Err((e, what)) => {
                 problems.push(cannot_read(Some(&account), &e));
-                let why = crate::text::clean(&describe(&e));
+                let why = format!("{what}: {}", crate::text::clean(&describe(&e)));
                 expiries.extend(theirs.iter().map(|r| expiry::not_checked(r, &why)));
             }
         }

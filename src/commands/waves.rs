@@ -278,7 +278,7 @@ impl Context {
         let total = cut.waves.len();
         let timeline = crate::events::Timeline::start(&plan, audit, true);
         let wave_settings = Settings {
-            wave: true,
+            run_events: false,
             ..settings.clone()
         };
         let mut phases = prepared.phases.clone();
@@ -334,6 +334,9 @@ impl Context {
                                    "done": done, "failed": failed, "bake_s": gates.bake.as_secs()}),
             );
             last_wave = lines;
+            if settings.interrupt.requested() {
+                break;
+            }
             let what = format!("{title} done: {done} line(s) done, {failed} failed");
             if failed > 0 && n + 1 < total {
                 halted = Some(Halt::Failed(format!(
@@ -462,7 +465,15 @@ impl Context {
                             return Err(Stop::Halted(Halt::Alarm(format!("alarm {}", firing.join(", ")))));
                         }
                     }
-                    // The next read, or the next wave's wait, tells.
+                    // At the end, not knowing how the alarms stand is not knowing that the wave is
+                    // healthy: after the last wave no wait for the next would catch it.
+                    Err(e) if at_end => {
+                        return Err(Stop::Halted(Halt::Waited(format!(
+                            "the alarms could not be read at the end of the bake: {}",
+                            crate::report::clean(&super::describe(&e))
+                        ))))
+                    }
+                    // The next read tells.
                     Err(e) => crate::say!(
                         "azevac: warning: could not read the alarms while baking: {}",
                         crate::report::clean(&super::describe(&e))
@@ -499,7 +510,11 @@ impl Context {
             .filter(|i| i.status == Status::Done)
             .collect();
         let zones: BTreeSet<&str> = back.iter().map(|i| i.az_id.as_str()).collect();
-        let reason = format!("recovery in waves stopped by {why}");
+        // CloudWatch's state reasons can be long: the journal's reason stays within what --reason may be.
+        let reason: String = format!("recovery in waves stopped by {why}")
+            .chars()
+            .take(crate::engine::LONGEST_TEXT)
+            .collect();
         let audit = Audit {
             reason: Some(reason.clone()),
             ..audit.clone()
@@ -520,8 +535,9 @@ impl Context {
                 fleet: plan.request.fleet.clone(),
                 ..Request::default()
             };
+            let shown = crate::text::clean(zone);
             crate::say!(
-                "azevac: taking the last wave back out of {zone} ({} resource(s))",
+                "azevac: taking the last wave back out of {shown} ({} resource(s))",
                 resources.len()
             );
             let evacuation = prepared
@@ -551,22 +567,23 @@ impl Context {
                 .map(|i| (i.account.as_deref(), i.resource_type.as_str(), i.resource.as_str()))
                 .collect();
             crate::say!(
-                "azevac: the last wave is out of {zone} again: {} resource(s) evacuated",
+                "azevac: the last wave is out of {shown} again: {} resource(s) evacuated",
                 out.len()
             );
             crate::events::note(
-                "INFO",
+                if out.len() < resources.len() { "WARN" } else { "INFO" },
                 "wave_evacuated",
                 serde_json::json!({"run_id": audit.run_id, "az_id": zone, "evacuated": out.len(),
                                    "resources": resources.len()}),
             );
+            let mut told = BTreeSet::new();
             for item in &here {
                 let key = (
                     item.account.as_deref(),
                     item.resource_type.as_str(),
                     item.resource.as_str(),
                 );
-                if out.contains(&key) {
+                if out.contains(&key) || !told.insert(key) {
                     continue;
                 }
                 let why = result
@@ -577,7 +594,7 @@ impl Context {
                     .and_then(|i| i.reason.clone())
                     .unwrap_or_else(|| "the evacuation found nothing of it in the zone to take out".into());
                 problems.push(format!(
-                    "{} {} was not taken back out of {zone}: {why}",
+                    "{} {} was not taken back out of {shown}: {why}",
                     item.resource_type, item.name
                 ));
             }

@@ -56,9 +56,9 @@ pub struct Settings {
     pub in_flight: Duration,
     /// Ctrl-C / SIGTERM: start no more changes, let those in flight finish.
     pub interrupt: Interrupt,
-    /// This carry-out is one wave of a recovery in waves: the run's own start and end events
-    /// are the caller's to emit, once.
-    pub wave: bool,
+    /// Emit the run's own start and end events (`run_started`, `run_ended`); false for one wave
+    /// of a recovery in waves, whose run emits them once.
+    pub run_events: bool,
 }
 
 impl Settings {
@@ -131,7 +131,7 @@ impl Prepared {
         let lease = Lease::new(audit, settings.lease, settings.in_flight);
         let heartbeat = journal.heartbeat(lease.clone());
         let command = self.plan.command;
-        let timeline = crate::events::Timeline::start(&self.plan, audit, !settings.wave);
+        let timeline = crate::events::Timeline::start(&self.plan, audit, settings.run_events);
         let run = Run {
             journal,
             audit,
@@ -280,7 +280,7 @@ mod tests {
             paced: paced.iter().map(|(t, r)| (t.to_string(), *r)).collect(),
             in_flight: Duration::from_secs(180),
             interrupt: Interrupt::default(),
-            wave: false,
+            run_events: true,
         }
     }
 

@@ -126,7 +126,7 @@ fn settings(concurrency: usize, lease: Duration, interrupt: &Interrupt) -> Setti
         paced: BTreeMap::new(),
         in_flight: Duration::from_secs(3),
         interrupt: interrupt.clone(),
-        wave: false,
+        run_events: true,
     }
 }
 

@@ -912,7 +912,7 @@ async fn issue_33_status_reads_each_accounts_shifts_in_that_account() {
     assert!(
         entry["warning"]
             .as_str()
-            .is_some_and(|w| w.contains(&format!("account {MEMBER} could not be reached"))),
+            .is_some_and(|w| w.contains(&format!("account {MEMBER}: its role could not be assumed"))),
         "{entry}"
     );
     assert!(

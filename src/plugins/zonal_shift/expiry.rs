@@ -30,7 +30,7 @@ pub enum Standing {
     /// The record names no shift yet (a run stopped before ARC answered): `recover` finds it by
     /// the run ID in its comment.
     Unconfirmed,
-    /// Journalled in another account (`--accounts`) whose role could not be assumed: not known.
+    /// Its account's shifts could not be read (the role not assumed, or ARC refused): not known.
     NotChecked,
 }
 
@@ -140,7 +140,7 @@ pub fn standing(record: &Record, known: &BTreeMap<String, Known>, now: i64, warn
     })
 }
 
-/// A shift record of an account that could not be reached (`why`): what it says, not known to ARC.
+/// A shift record whose account's shifts could not be read (`why`): what it says, not known to ARC.
 pub fn not_checked(record: &Record, why: &str) -> Result<ShiftExpiry> {
     let az = &record.az_id;
     Ok(ShiftExpiry {
@@ -156,7 +156,7 @@ pub fn not_checked(record: &Record, why: &str) -> Result<ShiftExpiry> {
         expires_at: None,
         seconds_left: None,
         warning: Some(format!(
-            "not checked: account {} could not be reached ({why}); whether its shift away from {az} is still in force is not known",
+            "not checked in account {}: {why}; whether its shift away from {az} is still in force is not known",
             record.account_id.as_deref().unwrap_or("(own)")
         )),
     })
