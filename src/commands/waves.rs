@@ -528,8 +528,10 @@ impl Context {
                 .collect();
             let types: BTreeSet<String> = here.iter().map(|i| i.resource_type.clone()).collect();
             let accounts: BTreeSet<Option<String>> = here.iter().map(|i| i.account.clone()).collect();
+            let types: Vec<String> = types.into_iter().collect();
             let request = Request {
-                types: types.into_iter().collect(),
+                options: crate::plugins::asked_for(&types),
+                types,
                 kube_contexts: plan.request.kube_contexts.clone(),
                 reason: Some(reason.clone()),
                 fleet: plan.request.fleet.clone(),

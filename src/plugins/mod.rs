@@ -85,6 +85,10 @@ pub struct Flags {
     /// Checks them, whether they came from flags or from a saved plan (which no flag parser saw):
     /// one line that says what is allowed.
     pub validate: fn(&Request) -> Result<()>,
+    /// The options of an evacuation that is to act on this kind's resources again, as an operator
+    /// who asked for the kind would give them (a kind that acts only when asked, `--zonal-shift`):
+    /// a recovery in waves stopped by an alarm takes its last wave back out with these.
+    pub asked: fn() -> Options,
 }
 
 /// A request's per-kind options by JSON key.
@@ -108,8 +112,27 @@ impl Flags {
             add: add_flags::<F>,
             read: read_flags::<F>,
             validate,
+            asked: Options::new,
         }
     }
+
+    /// These flags, with `asked` as the options that ask for the kind ([`Flags::asked`]).
+    pub const fn asked(self, asked: fn() -> Options) -> Flags {
+        Flags { asked, ..self }
+    }
+}
+
+/// The options an evacuation of `types` needs to act on their resources again ([`Flags::asked`]).
+pub fn asked_for(types: &[String]) -> Options {
+    let mut options = Options::new();
+    for flags in REGISTRY
+        .iter()
+        .filter(|r| types.iter().any(|t| t == r.name))
+        .filter_map(|r| r.flags)
+    {
+        options.extend((flags.asked)());
+    }
+    options
 }
 
 /// Adds flags `F` to the command that takes them.

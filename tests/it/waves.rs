@@ -32,7 +32,7 @@ fn estate() -> Spec {
 }
 
 /// An alarm in `state`, in moto through the proxy (the SDK speaks CBOR; the proxy bridges it).
-async fn alarm(sdk: &aws_config::SdkConfig, name: &str, state: StateValue) {
+pub(crate) async fn alarm(sdk: &aws_config::SdkConfig, name: &str, state: StateValue) {
     let cloudwatch = aws_sdk_cloudwatch::Client::new(sdk);
     cloudwatch
         .put_metric_alarm()
@@ -50,7 +50,7 @@ async fn alarm(sdk: &aws_config::SdkConfig, name: &str, state: StateValue) {
     set(sdk, name, state).await;
 }
 
-async fn set(sdk: &aws_config::SdkConfig, name: &str, state: StateValue) {
+pub(crate) async fn set(sdk: &aws_config::SdkConfig, name: &str, state: StateValue) {
     aws_sdk_cloudwatch::Client::new(sdk)
         .set_alarm_state()
         .alarm_name(name)
@@ -197,14 +197,14 @@ fn until(lines: &std::sync::mpsc::Receiver<String>, text: &str) -> Vec<String> {
 }
 
 /// What a test does once the run has printed a line: raise the alarm, or press Ctrl-C.
-enum Then<'a> {
+pub(crate) enum Then<'a> {
     Alarm(&'a aws_config::SdkConfig),
     Interrupt,
 }
 
 /// `recover --az-id use1-az2 --waves WAVES --bake BAKE --alarm checkout-5xx --on-alarm ON_ALARM
 /// --yes`; once a line of its stderr says `line`, `then`. Returns its exit code and every line.
-async fn recover_until(
+pub(crate) async fn recover_until(
     proxy: &Proxy,
     waves: &str,
     bake: &str,

@@ -21,6 +21,17 @@ const OTHER_LB: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:load
 /// A load balancer that is not in the zone at all.
 const FAR_LB: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/far/43";
 
+/// Evacuate the zone's zonal shifts alone.
+const SHIFT_AWAY: &[&str] = &[
+    "evacuate",
+    "--az-id",
+    ZONE,
+    "--zonal-shift",
+    "--type",
+    "zonal-shift",
+    "--yes",
+];
+
 struct Setup {
     _moto: Moto,
     proxy: Proxy,
@@ -133,6 +144,11 @@ impl Setup {
 
     fn run(&self, args: &[&str]) -> common::Run {
         azevac_at(&self.proxy.endpoint, args, &[])
+    }
+
+    /// [`SHIFT_AWAY`]: azevac's shifts started.
+    fn shift_away(&self) {
+        self.run(SHIFT_AWAY).expect_code(0);
     }
 
     /// Where `label` first and last appears in the proxy's call log since the last `set`.
@@ -570,17 +586,7 @@ async fn shift_start_and_cancel_touch_only_the_shifts() {
 async fn issue_32_shift_records_of_the_old_format_are_recovered() {
     use aws_sdk_dynamodb::types::AttributeValue as V;
     let setup = Setup::new().await;
-    setup
-        .run(&[
-            "evacuate",
-            "--az-id",
-            ZONE,
-            "--zonal-shift",
-            "--type",
-            "zonal-shift",
-            "--yes",
-        ])
-        .expect_code(0);
+    setup.shift_away();
     let ours: Vec<(String, String)> = {
         let arc = setup.proxy.arc.lock().expect("arc");
         arc.active()
@@ -665,16 +671,8 @@ fn shift_status<'a>(doc: &'a serde_json::Value, arn: &str) -> &'a serde_json::Va
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_33_azevacs_shifts_are_extended_and_never_lapse_silently() {
     let setup = Setup::new().await;
-    let evacuate = [
-        "evacuate",
-        "--az-id",
-        ZONE,
-        "--zonal-shift",
-        "--type",
-        "zonal-shift",
-        "--yes",
-    ];
-    setup.run(&evacuate).expect_code(0);
+    let evacuate = SHIFT_AWAY;
+    setup.shift_away();
     let (nlb, web) = (ours_on(&setup, &setup.nlb), ours_on(&setup, &setup.web));
     let theirs = setup.proxy.arc.lock().expect("arc").shifts[0].clone();
 
@@ -780,7 +778,7 @@ async fn issue_33_azevacs_shifts_are_extended_and_never_lapse_silently() {
     // An evacuation run again extends the shift that ends within the hour, and only that one.
     setup.proxy.arc.lock().expect("arc").set_expiry(&web.id, 20 * 60);
     setup.proxy.set(Faults::default());
-    let rerun = setup.run(&evacuate).expect_code(0);
+    let rerun = setup.run(evacuate).expect_code(0);
     assert!(
         rerun.stdout.contains(&format!("extended zonal shift {} until", web.id)),
         "{}",
@@ -826,17 +824,7 @@ async fn issue_33_azevacs_shifts_are_extended_and_never_lapse_silently() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_33_apply_carries_a_saved_shift_extend_plan_out() {
     let setup = Setup::new().await;
-    setup
-        .run(&[
-            "evacuate",
-            "--az-id",
-            ZONE,
-            "--zonal-shift",
-            "--type",
-            "zonal-shift",
-            "--yes",
-        ])
-        .expect_code(0);
+    setup.shift_away();
     let before = ours_on(&setup, &setup.nlb);
     // The plan says what the operator asked for: no "evacuate" in an extension's heading.
     let shown = setup
@@ -922,4 +910,72 @@ async fn issue_33_status_reads_each_accounts_shifts_in_that_account() {
         "{doc}"
     );
     setup.run(&["status", "--fail-if-expiring", "1h"]).expect_code(1);
+}
+
+/// Issue 33, part 3: traffic comes back last, in a wave of its own; an alarm while that wave bakes
+/// (with `--on-alarm evacuate`) shifts the load balancer's traffic away from the zone again, with
+/// a new shift journalled under the alarm's name, and keeps the capacity that came back before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_33_an_alarm_after_the_traffic_wave_shifts_the_traffic_away_again() {
+    use aws_sdk_cloudwatch::types::StateValue;
+    let setup = Setup::new().await;
+    setup.shift_away();
+    let before = ours_on(&setup, &setup.nlb);
+    let alarms = common::sdk_at(&setup.proxy.endpoint).await;
+    crate::waves::alarm(&alarms, "checkout-5xx", StateValue::Ok).await;
+    setup.proxy.set(Faults::default());
+    let (code, seen) = crate::waves::recover_until(
+        &setup.proxy,
+        "1",
+        "3s",
+        "evacuate",
+        "wave 2/2 (traffic) done",
+        crate::waves::Then::Alarm(&alarms),
+    )
+    .await;
+    let stderr = seen.join("\n");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("wave 1/2: 1 resource(s) (zonal-shift 1): web"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("wave 2/2 (traffic): 1 resource(s) (zonal-shift 1): edge"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the last wave is out of use1-az2 again: 1 resource(s) evacuated"),
+        "{stderr}"
+    );
+    let again = ours_on(&setup, &setup.nlb);
+    assert_ne!(again.id, before.id, "a new shift of the load balancer");
+    assert_eq!(
+        setup
+            .proxy
+            .arc
+            .lock()
+            .expect("arc")
+            .active()
+            .iter()
+            .filter(|s| s.resource == setup.nlb)
+            .count(),
+        1,
+        "in force"
+    );
+    let record = journal_items(&setup.sdk)
+        .await
+        .into_iter()
+        .find(|r| attr_s(r, "resource").ends_with(setup.nlb.as_str()))
+        .expect("the load balancer's record again");
+    assert!(
+        attr_s(&record, "reason").starts_with("recovery in waves stopped by alarm checkout-5xx"),
+        "{record:?}"
+    );
+    assert!(
+        !journal_items(&setup.sdk)
+            .await
+            .iter()
+            .any(|r| attr_s(r, "resource").ends_with(setup.web.as_str())),
+        "web's shift stays cancelled: its wave baked without an alarm"
+    );
 }

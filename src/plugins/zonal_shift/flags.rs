@@ -44,7 +44,16 @@ pub struct Options {
 }
 
 /// The registry's entry for these flags.
-pub static FLAGS: Flags = Flags::of::<Given>(super::TYPE, validate);
+pub static FLAGS: Flags = Flags::of::<Given>(super::TYPE, validate).asked(asked);
+
+/// An evacuation that is to start shifts again must ask for them, with the default expiry.
+fn asked() -> crate::plugins::Options {
+    to_options(&Options {
+        zonal_shift: true,
+        expires_in: Some(super::DEFAULT_EXPIRES_IN.to_owned()),
+        extend: false,
+    })
+}
 
 impl CommandFlags for Given {
     const COMMAND: Command = Command::Evacuate;
