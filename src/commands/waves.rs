@@ -91,7 +91,8 @@ impl Cut {
     pub fn of(fanout: &Fanout, gates: &Gates) -> Cut {
         let plan = &fanout.plan;
         let (first, last) = (fanout.in_stage(Stage::First), fanout.in_stage(Stage::Last));
-        let mut keys: Vec<(Option<&str>, &str, &str)> = Vec::new();
+        // A resource's index among the units: a plan of many thousand lines is cut in one pass.
+        let mut keys: std::collections::HashMap<(Option<&str>, &str, &str), usize> = Default::default();
         let mut cut = Cut {
             units: Vec::new(),
             names: Vec::new(),
@@ -108,11 +109,11 @@ impl Cut {
                 item.resource_type.as_str(),
                 item.resource.as_str(),
             );
-            if let Some(at) = keys.iter().position(|k| *k == key) {
+            if let Some(&at) = keys.get(&key) {
                 cut.lines[at].push(i);
                 continue;
             }
-            keys.push(key);
+            keys.insert(key, cut.units.len());
             cut.units.push(unit(item, gates));
             cut.names.push(item.name.clone());
             cut.lines.push(vec![i]);
@@ -263,6 +264,16 @@ enum Stop {
     Halted(Halt),
 }
 
+impl Stop {
+    /// The recovery's reason to stop, if it is one (an interrupt is the interrupt's to say).
+    fn halt(self) -> Option<Halt> {
+        match self {
+            Stop::Interrupted => None,
+            Stop::Halted(halt) => Some(halt),
+        }
+    }
+}
+
 impl Context {
     /// Carry `prepared` out in `gates`' waves (see the module's documentation).
     pub async fn in_waves(
@@ -288,13 +299,9 @@ impl Context {
         for n in 0..total {
             let title = cut.title(n);
             if let Some(alarms) = &gates.alarms {
-                match self.wait_until_ok(alarms, gates.wait_timeout, settings, &title).await {
-                    Ok(()) => {}
-                    Err(Stop::Interrupted) => break,
-                    Err(Stop::Halted(halt)) => {
-                        halted = Some(halt);
-                        break;
-                    }
+                if let Err(stop) = self.wait_until_ok(alarms, gates.wait_timeout, settings, &title).await {
+                    halted = stop.halt();
+                    break;
                 }
             }
             if settings.interrupt.requested() {
@@ -357,13 +364,9 @@ impl Context {
                     ],
                 ))
                 .await;
-            match self.bake(gates, settings).await {
-                Ok(()) => {}
-                Err(Stop::Interrupted) => break,
-                Err(Stop::Halted(halt)) => {
-                    halted = Some(halt);
-                    break;
-                }
+            if let Err(stop) = self.bake(gates, settings).await {
+                halted = stop.halt();
+                break;
             }
         }
         let reason = match (&halted, settings.interrupt.requested()) {
