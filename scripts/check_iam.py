@@ -29,7 +29,7 @@ MEMBER = ROOT / "fixtures/member-role.cfn.yaml"
 
 # Statements of the operator policy that the member role does not have: they act in the operator's
 # account only (the journal, identity, other accounts' roles, the organization, SNS, `exposure`, the
-# alarms `recover --waves` is gated on).
+# alarms `recover --waves` is gated on, `azevac watch`'s queue and the autoshifts it lists).
 OPERATOR_ONLY = {
     "AzevacOperatorReads",
     "AzevacJournal",
@@ -37,6 +37,8 @@ OPERATOR_ONLY = {
     "AzevacWaveAlarms",
     "AzevacAcrossAccounts",
     "AzevacOrganization",
+    "AzevacWatchQueue",
+    "AzevacWatchAutoshifts",
 }
 
 # Findings accepted, by (policy, issue, a piece of the detail), each with the reason; an entry needs a

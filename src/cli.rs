@@ -113,6 +113,9 @@ pub fn command() -> clap::Command {
     for (name, which) in [
         ("evacuate", crate::model::Command::Evacuate),
         ("recover", crate::model::Command::Recover),
+        // A watcher evacuates and recovers: it takes both commands' kind flags.
+        ("watch", crate::model::Command::Evacuate),
+        ("watch", crate::model::Command::Recover),
     ] {
         command = command.mut_subcommand(name, |sub| {
             // A kind's flags come as a clap `Args` of their own, which would set the command's
@@ -150,6 +153,10 @@ where
     match (&mut cli.command, matches.subcommand()) {
         (Command::Evacuate(args), Some((_, sub))) => args.options = read(sub, crate::model::Command::Evacuate),
         (Command::Recover(args), Some((_, sub))) => args.options = read(sub, crate::model::Command::Recover),
+        (Command::Watch(args), Some((_, sub))) => {
+            args.evacuate_options = read(sub, crate::model::Command::Evacuate);
+            args.recover_options = read(sub, crate::model::Command::Recover);
+        }
         _ => {}
     }
     Ok(cli)
@@ -206,7 +213,7 @@ impl Command {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create the journal table and its index (safe to run again).
-    Init,
+    Init(Init),
     /// Take a zone's subnets out of every resource's network configuration.
     Evacuate(Evacuate),
     /// Put journalled subnets back (union with the current configuration), then delete the records.
@@ -222,6 +229,10 @@ pub enum Command {
     /// ARC zonal shifts on their own: start them away from a zone, list them, cancel azevac's.
     #[command(subcommand)]
     Shift(Shift),
+    /// Follow AWS's zonal autoshift onto the control plane (long-running): read ARC's events from an
+    /// SQS queue, evacuate the zone an autoshift moves traffic away from, recover it in waves when
+    /// the autoshift ends. One watcher acts per region (a lease in the journal); others stand by.
+    Watch(Watch),
     /// Check, read-only, what an incident needs: credentials, region, the journal table, each type's
     /// read permissions, kube contexts, ARC; a checklist with a fix per failure (exit 1 on a failure).
     Doctor(Doctor),
@@ -259,7 +270,7 @@ pub struct Confirm {
 }
 
 /// `--wait` and `--wait-timeout`, shared by the commands that change things.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct Wait {
     /// After the changes, wait until the services have settled (ECS: the new deployment is steady).
     #[arg(long)]
@@ -270,7 +281,7 @@ pub struct Wait {
 }
 
 /// How to reach Kubernetes clusters (the `eks` and `karpenter` types), shared by evacuate and recover.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct KubeAccess {
     /// Kube context of a cluster whose nodes and Karpenter NodePools azevac acts on (repeatable, one
     /// cluster each). Without one, the eks and karpenter types are left out.
@@ -282,7 +293,7 @@ pub struct KubeAccess {
 }
 
 /// `--notify`, shared by the commands that change things.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct Notify {
     /// SNS topic to tell when a real run starts and when it ends (repeatable; AWS Chatbot,
     /// PagerDuty or e-mail subscribe to it). A publish that fails is a warning, never a stop.
@@ -293,7 +304,7 @@ pub struct Notify {
 
 /// Which accounts a command acts in, and the role it assumes in each (default: the caller's own
 /// account, with its own credentials).
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Clone, Args, Default)]
 pub struct Accounts {
     /// Act in these accounts (comma-separated twelve-digit IDs), or `org` for every ACTIVE account of
     /// the organization, each through the role assumed there; the journal stays in this account.
@@ -313,7 +324,7 @@ pub struct Accounts {
 
 /// The role assumed in each account, and how: the commands that act across accounts take it, and
 /// `apply` holds a saved plan's against it.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Clone, Args, Default)]
 pub struct Role {
     /// The role assumed in each account: arn:aws:iam::ACCOUNT:role/NAME [default: azevac].
     #[arg(long, value_name = "NAME", conflicts_with = "role_arn_template")]
@@ -554,11 +565,22 @@ fn parse_wait(text: &str) -> Result<std::time::Duration, String> {
 
 /// `--attempt-timeout`, `--operation-timeout`: a duration between 1 second and 1 hour.
 fn parse_call_timeout(text: &str) -> Result<std::time::Duration, String> {
-    let timeout = humantime::parse_duration(text).map_err(|e| format!("{e} (e.g. 30s or 2m)"))?;
-    if !(std::time::Duration::from_secs(1)..=std::time::Duration::from_secs(3600)).contains(&timeout) {
-        return Err("a call timeout lies between 1s and 1h".into());
+    duration_within(text, 1..=3600, "30s or 2m", "a call timeout lies between 1s and 1h")
+}
+
+/// A duration of `seconds` (say `example` when it is no duration, `range` when it is out of it).
+fn duration_within(
+    text: &str,
+    seconds: std::ops::RangeInclusive<u64>,
+    example: &str,
+    range: &str,
+) -> Result<std::time::Duration, String> {
+    let duration = humantime::parse_duration(text).map_err(|e| format!("{e} (e.g. {example})"))?;
+    let (least, most) = seconds.into_inner();
+    if !(std::time::Duration::from_secs(least)..=std::time::Duration::from_secs(most)).contains(&duration) {
+        return Err(range.into());
     }
-    Ok(timeout)
+    Ok(duration)
 }
 
 /// `--max-rate`: SERVICE=N or SERVICE=unlimited.
@@ -568,11 +590,7 @@ fn parse_max_rate(text: &str) -> Result<(String, Option<crate::pacing::Rate>), S
 
 /// `--lease`: a duration between 2 seconds and 1 hour.
 fn parse_lease(text: &str) -> Result<std::time::Duration, String> {
-    let lease = humantime::parse_duration(text).map_err(|e| format!("{e} (e.g. 2m or 90s)"))?;
-    if !(std::time::Duration::from_secs(2)..=std::time::Duration::from_secs(3600)).contains(&lease) {
-        return Err("a lease lasts between 2s and 1h".into());
-    }
-    Ok(lease)
+    duration_within(text, 2..=3600, "2m or 90s", "a lease lasts between 2s and 1h")
 }
 
 /// `azevac recover`.
@@ -612,7 +630,7 @@ pub struct Recover {
 
 /// `recover --waves` and its gates: resources come back a few at a time, each wave behind
 /// CloudWatch alarms and a bake time, as a careful deployment goes out.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct Waves {
     /// Put the resources back in waves, counted from the start (e.g. 1,10%,50%,100%; a last wave
     /// of 100% is implied). Every type, account and cluster is in the first wave with room for it.
@@ -715,6 +733,123 @@ pub struct Status {
     /// or a monitor (repeatable). Nothing is published when all is well.
     #[command(flatten)]
     pub notify: Notify,
+}
+
+/// `azevac init`.
+#[derive(Debug, Args)]
+pub struct Init {
+    /// Also turn on ARC's autoshift observer notification in this account and region: every
+    /// autoshift of the region is then announced (to EventBridge, so to `azevac watch`), whatever
+    /// is enrolled in zonal autoshift.
+    #[arg(long)]
+    pub autoshift_observer: bool,
+}
+
+/// `azevac watch`.
+#[derive(Debug, Args)]
+pub struct Watch {
+    /// The SQS queue an EventBridge rule feeds with ARC zonal shift's events
+    /// (fixtures/autoshift-queue.cfn.yaml or .tf creates both).
+    #[arg(long, value_name = "SQS_URL")]
+    pub queue: String,
+    /// The types the watcher evacuates and recovers, comma-separated: each one opted in.
+    #[arg(long = "type", value_delimiter = ',', value_name = "TYPE", required = true,
+          value_parser = clap::builder::PossibleValuesParser::new(crate::plugins::types()))]
+    pub types: Vec<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub accounts: Accounts,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub kube: KubeAccess,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub wait: Wait,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub notify: Notify,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub waves: Waves,
+    /// Follow practice runs and FIS experiments too (ignored by default: they are rehearsals).
+    #[arg(long)]
+    pub follow_practice: bool,
+    /// Change nothing: judge each event, print the plan the watcher would carry out and tell the
+    /// --notify topics (no lease is taken).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// How often the watcher compares ARC's autoshifts with what it follows, whatever the queue
+    /// says (a lost event costs this delay at most), and evacuates the followed zone again (which
+    /// extends azevac's zonal shifts that end within the hour).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_resync)]
+    pub resync: std::time::Duration,
+    /// How long one receive waits for a message (SQS long polling: 1s to 20s).
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_poll_wait)]
+    pub poll_wait: std::time::Duration,
+    /// The evacuation's kind flags, as given (filled in by [`parse_from`]).
+    #[arg(skip)]
+    pub evacuate_options: crate::plugins::Options,
+    /// The recovery's kind flags, as given (filled in by [`parse_from`]).
+    #[arg(skip)]
+    pub recover_options: crate::plugins::Options,
+}
+
+impl Watch {
+    /// The evacuation of `az_id` the watcher runs, for `reason`.
+    pub fn evacuate(&self, az_id: &str, reason: String) -> Evacuate {
+        Evacuate {
+            az_id: az_id.to_owned(),
+            types: Types {
+                types: self.types.clone(),
+            },
+            accounts: self.accounts.clone(),
+            confirm: self.confirm(),
+            tags: Vec::new(),
+            name_prefix: None,
+            wait: self.wait.clone(),
+            notify: self.notify.clone(),
+            kube: self.kube.clone(),
+            reason: Some(reason),
+            force: false,
+            options: self.evacuate_options.clone(),
+        }
+    }
+
+    /// The recovery of `az_id` the watcher runs: in waves when it was given `--waves`.
+    pub fn recover(&self, az_id: Option<&str>) -> Recover {
+        Recover {
+            az_id: az_id.map(str::to_owned),
+            types: Types {
+                types: self.types.clone(),
+            },
+            accounts: self.accounts.clone(),
+            confirm: self.confirm(),
+            forget_missing: false,
+            wait: self.wait.clone(),
+            notify: self.notify.clone(),
+            kube: self.kube.clone(),
+            waves: self.waves.clone(),
+            options: self.recover_options.clone(),
+        }
+    }
+
+    fn confirm(&self) -> Confirm {
+        Confirm {
+            dry_run: self.dry_run,
+            yes: true,
+            show_skipped: false,
+        }
+    }
+}
+
+/// `--resync`: between 10 seconds and 1 hour.
+fn parse_resync(text: &str) -> Result<std::time::Duration, String> {
+    duration_within(text, 10..=3600, "5m", "a resync comes every 10s to 1h (e.g. 5m)")
+}
+
+/// `--poll-wait`: SQS long polling waits 1 to 20 seconds.
+fn parse_poll_wait(text: &str) -> Result<std::time::Duration, String> {
+    duration_within(text, 1..=20, "20s", "SQS waits 1s to 20s for a message (e.g. 20s)")
 }
 
 /// `azevac exposure`.

@@ -7,6 +7,7 @@ pub mod accounts;
 pub mod action;
 pub mod alarms;
 pub mod arn;
+pub mod autoshift;
 pub mod aws;
 pub mod check;
 pub mod cli;

@@ -444,6 +444,42 @@ pub fn shifts_ending(region: &str, caller: &str, shifts: &[&ShiftExpiry]) -> Mes
     }
 }
 
+/// A decision of `azevac watch` (an autoshift followed or not, a message refused, a lease taken
+/// over): `what` in a few words, `details` under it, all of it escaped here. `event` ends the
+/// Chatbot event type (`azevac.watch.<event>`).
+pub fn watcher(region: &str, caller: &str, event: &str, what: &str, details: &[String]) -> Message {
+    let said = |form: Form| {
+        let mut text = format!("azevac watch in {}: {}\n", form.put(region), form.put(what));
+        let _ = writeln!(text, "caller: {}", form.put(caller));
+        for line in details {
+            let _ = writeln!(text, "{}", form.put(line));
+        }
+        text
+    };
+    let title = format!("azevac watch {}: {}", keyword(region), crate::text::clean(what));
+    let chatbot = serde_json::json!({
+        "version": "1.0",
+        "source": "custom",
+        "content": {
+            "textType": "client-markdown",
+            "title": said(Form::Markdown).lines().next().unwrap_or_default(),
+            "description": said(Form::Markdown),
+            "keywords": ["azevac", "watch", keyword(region)],
+        },
+        "metadata": {
+            "summary": title,
+            "eventType": format!("azevac.watch.{event}"),
+            "additionalContext": { "region": region, "caller": caller },
+        },
+    });
+    Message {
+        subject: subject(&title),
+        text: said(Form::Plain),
+        chatbot,
+        group: "azevac-watch".to_owned(),
+    }
+}
+
 /// Publishes to the `--notify` topics with the shared configuration (endpoint, user agent,
 /// credentials), each topic through a client of its own region, with short timeouts.
 pub struct Notifier {

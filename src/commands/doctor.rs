@@ -52,6 +52,7 @@ pub async fn run(ctx: &Context, args: &cli::Doctor) -> Result<i32> {
         checks.push(subnets(ctx).await);
         checks.extend(journal(ctx).await);
         checks.extend(shift_expiries(ctx, &args.accounts.fleet()).await);
+        checks.extend(watcher(ctx).await);
         checks.extend(types(ctx, args, None).await);
         checks.extend(accounts(ctx, args).await);
     }
@@ -182,6 +183,43 @@ async fn journal(ctx: &Context) -> Vec<Check> {
         .map(|locks| format!("answered ({} locks)", locks.len()));
     checks.push(Check::read("journal read", "dynamodb:Query", read));
     checks
+}
+
+/// The `azevac watch` of this region, when one has run: acting and hearing from its queue (ok); not
+/// heard from the queue for a while (a warning: its receives fail); not acting while it follows a
+/// zone (a fail: nothing recovers that zone when the autoshift ends). No lease item: no line.
+async fn watcher(ctx: &Context) -> Option<Check> {
+    const NAME: &str = "watcher";
+    // A journal that cannot be read is the journal check's line, not this one's.
+    let watcher = ctx.journal.watcher(&ctx.region).await.ok()??;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    let who = format!("run {} ({})", watcher.holder, watcher.caller);
+    let following = watcher
+        .following
+        .as_deref()
+        .map(|zone| format!(", following {zone}"))
+        .unwrap_or_default();
+    // A receive answers within 20 seconds, empty or not: a minute without one is not an empty queue.
+    let silent = watcher
+        .heard_at
+        .map_or(now.saturating_sub(watcher.since), |at| now.saturating_sub(at));
+    Some(match (watcher.active(), &watcher.following) {
+        (true, _) if silent > 60 => Check::warn(
+            NAME,
+            format!("{who} acts{following}, but has not heard from its queue for {silent}s"),
+            "check the watcher's log: it cannot read the queue (sqs:ReceiveMessage, the queue policy)",
+        ),
+        (true, _) => Check::ok(NAME, format!("{who} acts{following}, and hears from its queue")),
+        (false, Some(zone)) => Check::fail(
+            NAME,
+            format!("no watcher acts, and the last one ({who}) was following {zone}"),
+            format!("start `azevac watch` again (it inherits {zone}), or run `azevac recover --az-id {zone}` once the zone is healthy"),
+        ),
+        (false, None) => Check::ok(NAME, format!("no watcher acts (the last one, {who}, stopped)")),
+    })
 }
 
 /// The zonal shifts azevac's journal holds: none over while the journal says evacuated (a fail:

@@ -4,10 +4,14 @@ use super::{Context, EXIT_OK};
 use crate::Result;
 
 /// Run `azevac init`; returns the exit code.
-pub async fn run(ctx: &Context) -> Result<i32> {
+pub async fn run(ctx: &Context, args: &crate::cli::Init) -> Result<i32> {
     let created = ctx.journal.create().await?;
     // A new journal gets point-in-time recovery; an existing one whatever protection it lacks.
-    let turned_on = ctx.journal.protect().await?;
+    let mut turned_on = ctx.journal.protect().await?;
+    if args.autoshift_observer && !crate::autoshift::arc::observing(&ctx.sdk).await? {
+        crate::autoshift::arc::observe(&ctx.sdk).await?;
+        turned_on.push("the autoshift observer notification");
+    }
     let table = ctx.journal.table();
     match (ctx.output, created) {
         (crate::cli::Output::Json, _) => {
@@ -24,8 +28,12 @@ pub async fn run(ctx: &Context) -> Result<i32> {
         (output, created) => {
             let said = match created {
                 true => format!(
-                    "created journal table {table} in {} (deletion protection and point-in-time recovery on)",
-                    ctx.region
+                    "created journal table {table} in {} (deletion protection and point-in-time recovery on){}",
+                    ctx.region,
+                    match turned_on.last() {
+                        Some(observer) if observer.contains("autoshift") => format!("; turned on {observer}"),
+                        _ => String::new(),
+                    }
                 ),
                 false if turned_on.is_empty() => {
                     format!("journal table {table} already exists in {}: nothing to do", ctx.region)

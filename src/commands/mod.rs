@@ -22,6 +22,7 @@ pub mod init;
 pub mod recover;
 pub mod shift;
 pub mod status;
+pub mod watch;
 pub mod waves;
 
 pub use crate::error::describe;
@@ -156,6 +157,15 @@ impl Context {
             // Another SDK configuration may be another identity.
             caller: tokio::sync::OnceCell::new(),
             ..*self
+        }
+    }
+
+    /// This context for another run: the same connection, journal and settings, a new run ID (each
+    /// evacuation or recovery a watcher carries out is a run of its own in the journal).
+    pub fn for_another_run(&self) -> Context {
+        Context {
+            run_id: uuid::Uuid::new_v4().to_string(),
+            ..self.with_sdk(self.sdk.clone())
         }
     }
 
@@ -452,7 +462,7 @@ pub async fn run(cli: &cli::Cli) -> Result<i32> {
     ctx.show_skipped = cli.command.show_skipped();
     ctx.heading = cli.command.heading();
     match &cli.command {
-        cli::Command::Init => init::run(&ctx).await,
+        cli::Command::Init(args) => init::run(&ctx, args).await,
         cli::Command::Evacuate(args) => evacuate::run(&ctx, args).await,
         cli::Command::Recover(args) => recover::run(&ctx, args).await,
         cli::Command::Apply(args) => apply::run(&ctx, args).await,
@@ -460,6 +470,7 @@ pub async fn run(cli: &cli::Cli) -> Result<i32> {
         cli::Command::Status(args) => status::run(&ctx, args).await,
         cli::Command::Doctor(args) => doctor::run(&ctx, args).await,
         cli::Command::Exposure(args) => exposure::run(&ctx, args).await,
+        cli::Command::Watch(args) => watch::run(&ctx, args).await,
         cli::Command::Completions { .. } | cli::Command::Man => Ok(EXIT_OK),
     }
 }

@@ -42,8 +42,9 @@ pub async fn run(ctx: &Context, command: &cli::Shift) -> Result<i32> {
     ctx.carry_out(prepared, confirm.yes, &no_wait).await
 }
 
-/// `shift extend`: an evacuation of the zone narrowed to azevac's shifts in force.
-async fn extend(
+/// `shift extend`: an evacuation of the zone narrowed to azevac's shifts in force (the watcher's
+/// renewal too).
+pub(super) async fn extend(
     ctx: &Context,
     az_id: &str,
     request: &crate::model::Request,

@@ -77,6 +77,7 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
         }
     }
     let locks = ctx.journal.locks().await?;
+    let watcher = ctx.journal.watcher(&ctx.region).await?;
     // A table names the caller's own account by its ID too, as it names the others (JSON keeps
     // the records as stored).
     if let (Some(own), false) = (&own, ctx.output == crate::model::Output::Json) {
@@ -93,7 +94,16 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
                 .flat_map(|r| &r.removed_subnets),
         )
         .await;
-    report::print_status(&records, &accounts, &shifts, &locks, &problems, ctx.output, names);
+    report::print_status(
+        &records,
+        &accounts,
+        &shifts,
+        &locks,
+        watcher.as_ref(),
+        &problems,
+        ctx.output,
+        names,
+    );
     // --notify: the channel hears of the shifts that end within the window, or ended; of nothing else.
     let ending: Vec<_> = shifts.iter().filter(|s| s.expiring(within)).collect();
     if !ending.is_empty() && !args.notify.topics.is_empty() {

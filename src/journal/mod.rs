@@ -27,6 +27,7 @@ mod lease;
 pub mod protocol;
 mod record;
 mod table;
+mod watcher;
 mod writes;
 
 pub use commit::batches;
@@ -35,6 +36,7 @@ pub use lease::{Heartbeat, Lease, DEFAULT_LEASE};
 pub use record::Lock;
 use record::{parse, parse_lock, s};
 pub use table::Protection;
+pub use watcher::{Claim, Watcher, WATCHER_PARTITION};
 
 /// The table name used when `--table` is not given.
 pub const DEFAULT_TABLE: &str = "azevac-journal";

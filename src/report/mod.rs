@@ -62,7 +62,67 @@ struct StatusDocument<'a> {
     /// The zonal shifts azevac's records name, with when each ends.
     zonal_shifts: &'a [ShiftExpiry],
     locks: Vec<LiveLock<'a>>,
+    /// The `azevac watch` of this region, as its lease item says (none: no watcher has run).
+    watcher: Option<WatcherState<'a>>,
     problems: &'a [String],
+}
+
+/// The watcher of a region, for `status` and `doctor`.
+#[derive(Serialize, schemars::JsonSchema)]
+struct WatcherState<'a> {
+    /// Its run ID.
+    run_id: &'a str,
+    caller: &'a str,
+    /// The SQS queue it reads.
+    queue: &'a str,
+    /// Whether it holds its lease now (acting); false once the lease ran out or was released.
+    active: bool,
+    /// When its lease runs out unless renewed (RFC 3339; null once released).
+    lease_until: Option<String>,
+    /// When it last heard from the queue (RFC 3339).
+    heard_at: Option<String>,
+    /// The AZ ID it follows (evacuated on AWS's autoshift, not yet recovered).
+    following: Option<&'a str>,
+}
+
+impl<'a> WatcherState<'a> {
+    fn of(watcher: &'a crate::journal::Watcher) -> Self {
+        WatcherState {
+            run_id: &watcher.holder,
+            caller: &watcher.caller,
+            queue: &watcher.queue,
+            active: watcher.active(),
+            lease_until: (!watcher.released()).then(|| rfc3339(watcher.expires_at)),
+            heard_at: watcher.heard_at.map(rfc3339),
+            following: watcher.following.as_deref(),
+        }
+    }
+
+    /// One line for people.
+    fn line(&self) -> String {
+        let lease = match (&self.lease_until, self.active) {
+            (Some(until), true) => format!("acting, lease until {until}"),
+            (Some(until), false) => format!("not acting: its lease ran out at {until}"),
+            (None, _) => "not acting: stopped, lease released".to_owned(),
+        };
+        let heard = self
+            .heard_at
+            .as_deref()
+            .map(|at| format!("; last heard from the queue at {at}"))
+            .unwrap_or_else(|| "; has not heard from the queue".to_owned());
+        let following = self
+            .following
+            .map(|zone| format!("; following {zone}"))
+            .unwrap_or_default();
+        crate::text::clean(&format!(
+            "watcher: run {} ({}) {lease}{heard}{following}\n",
+            self.run_id, self.caller
+        ))
+    }
+}
+
+fn rfc3339(seconds: u64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)).to_string()
 }
 
 /// A resource another run is changing now.

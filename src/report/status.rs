@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::layout::{headline, wrap, Fitted, Notes};
-use super::{LiveLock, StatusDocument, View};
+use super::{LiveLock, StatusDocument, View, WatcherState};
 use crate::journal::Lock;
 use crate::model::{Output, Record};
 use crate::plugins::zonal_shift::expiry::ShiftExpiry;
@@ -45,10 +45,12 @@ pub fn print_status(
     accounts: &[String],
     shifts: &[ShiftExpiry],
     locks: &[Lock],
+    watcher: Option<&crate::journal::Watcher>,
     problems: &[String],
     output: Output,
     subnet_names: BTreeMap<String, String>,
 ) {
+    let watcher = watcher.map(WatcherState::of);
     if output == Output::Json {
         let live: Vec<LiveLock<'_>> = locks
             .iter()
@@ -64,6 +66,7 @@ pub fn print_status(
             records,
             zonal_shifts: shifts,
             locks: live,
+            watcher,
             problems,
         };
         println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
@@ -75,6 +78,9 @@ pub fn print_status(
     };
     print!("{}", per_account(records, accounts));
     print!("{}", render_status(records, shifts, locks, problems, &view));
+    if let Some(watcher) = watcher {
+        print!("{}", watcher.line());
+    }
 }
 
 fn render_status(

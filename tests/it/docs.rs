@@ -658,7 +658,7 @@ fn issue_37_every_command_in_the_manual_parses() {
 
 /// Flags of other tools that README and the manual name: cargo's and cargo test's, the benchmark
 /// scripts' (bench/), the AWS CLI's and kubectl's.
-const OTHER_FLAGS: [&str; 21] = [
+const OTHER_FLAGS: [&str; 23] = [
     "--all-targets",
     "--big",
     "--binary",
@@ -678,6 +678,8 @@ const OTHER_FLAGS: [&str; 21] = [
     "--runs",
     "--servers",
     "--skip-peer",
+    "--stack-name",
+    "--template-file",
     "--test",
     "--unfixed-size",
 ];

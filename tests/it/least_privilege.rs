@@ -174,13 +174,15 @@ async fn root_in(sdk: &aws_config::SdkConfig, account: &str) -> aws_config::SdkC
 /// The member role's statements: the operator policy's less those that act in the operator's
 /// account only (scripts/check-iam holds fixtures/member-role.cfn.yaml to exactly these).
 fn member_role_statements() -> Vec<serde_json::Value> {
-    const OPERATOR_ONLY: [&str; 6] = [
+    const OPERATOR_ONLY: [&str; 8] = [
         "AzevacOperatorReads",
         "AzevacJournal",
         "AzevacNotify",
         "AzevacWaveAlarms",
         "AzevacAcrossAccounts",
         "AzevacOrganization",
+        "AzevacWatchQueue",
+        "AzevacWatchAutoshifts",
     ];
     statements("fixtures/iam-policy.json")
         .into_iter()

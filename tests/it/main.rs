@@ -39,5 +39,6 @@ mod registry;
 mod reliability;
 mod schema;
 mod vpc_endpoint;
+mod watch;
 mod waves;
 mod zonal_shift;

@@ -204,7 +204,12 @@ fn needed_by_the_operator() -> BTreeSet<&'static str> {
 fn needed_by_init() -> BTreeSet<&'static str> {
     ADMIN_IAM_ACTIONS
         .iter()
-        .chain(&["dynamodb:DescribeTable", "dynamodb:DescribeContinuousBackups"])
+        .chain(&[
+            "dynamodb:DescribeTable",
+            "dynamodb:DescribeContinuousBackups",
+            // `init --autoshift-observer` reads the notification's status before it turns it on.
+            "arc-zonal-shift:GetAutoshiftObserverNotificationStatus",
+        ])
         .copied()
         .collect()
 }

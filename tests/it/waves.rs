@@ -165,7 +165,7 @@ async fn issue_33_a_recovery_in_waves_puts_everything_back_a_wave_at_a_time_behi
 }
 
 /// Start a recovery in waves with stderr read line by line; returns the child and its lines.
-fn spawn(proxy: &Proxy, args: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+pub(crate) fn spawn(proxy: &Proxy, args: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
     let mut child = common::command(&proxy.endpoint, args, &[])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -182,7 +182,7 @@ fn spawn(proxy: &Proxy, args: &[&str]) -> (std::process::Child, std::sync::mpsc:
 }
 
 /// Read lines until one contains `text`; returns every line read.
-fn until(lines: &std::sync::mpsc::Receiver<String>, text: &str) -> Vec<String> {
+pub(crate) fn until(lines: &std::sync::mpsc::Receiver<String>, text: &str) -> Vec<String> {
     let mut seen = Vec::new();
     loop {
         let line = lines

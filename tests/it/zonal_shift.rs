@@ -979,3 +979,40 @@ async fn issue_33_an_alarm_after_the_traffic_wave_shifts_the_traffic_away_again(
         "web's shift stays cancelled: its wave baked without an alarm"
     );
 }
+
+/// Issue 33, part 2: the renewal of azevac's shifts runs inside the watcher too. A watcher that
+/// follows nothing (no autoshift) still extends azevac's shifts that end within the hour, once, and
+/// leaves the others (and another party's) alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_33_the_watcher_extends_azevacs_shifts_that_end_within_the_hour() {
+    let setup = Setup::new().await;
+    setup.shift_away();
+    let (nlb, web) = (ours_on(&setup, &setup.nlb), ours_on(&setup, &setup.web));
+    setup.proxy.arc.lock().expect("arc").set_expiry(&nlb.id, 30 * 60);
+    let theirs = setup.proxy.arc.lock().expect("arc").shifts[0].clone();
+    let url = crate::watch::queue(&setup.sdk).await;
+    let args = ["watch", "--queue", &url, "--type", "asg", "--poll-wait", "1s"];
+    let (mut watcher, lines) = crate::waves::spawn(&setup.proxy, &args);
+    let said = crate::waves::until(&lines, "extending them").join("\n");
+    assert!(
+        said.contains("zonal shifts away from use1-az2 end within the hour"),
+        "{said}"
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    for _ in 0..120 {
+        if ours_on(&setup, &setup.nlb).expires_at > now + 2 * 3600 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    assert!(ours_on(&setup, &setup.nlb).expires_at > now + 2 * 3600, "extended");
+    assert_eq!(ours_on(&setup, &setup.nlb).id, nlb.id, "the same shift, extended");
+    assert!(ours_on(&setup, &setup.web).expires_at >= web.expires_at);
+    let still = setup.proxy.arc.lock().expect("arc").shifts[0].clone();
+    assert_eq!(still, theirs, "another party's shift is left alone");
+    crate::watch::terminate(&watcher);
+    assert_eq!(watcher.wait().expect("wait").code(), Some(0));
+}

@@ -369,6 +369,7 @@ pub async fn journal_items(sdk: &SdkConfig) -> Vec<HashMap<String, AttributeValu
         .await
         .into_iter()
         .filter(|item| attr_s(item, "az_id") != azevac::journal::LOCK_PARTITION)
+        .filter(|item| attr_s(item, "az_id") != azevac::journal::WATCHER_PARTITION)
         .collect()
 }
 

@@ -72,6 +72,10 @@ pub struct FakeArc {
     pub managed: Vec<Managed>,
     /// Every shift started, in order.
     pub shifts: Vec<Shift>,
+    /// AWS's autoshifts, as `ListAutoshifts` reports them: (away from, start time, ACTIVE or COMPLETED).
+    pub autoshifts: Vec<(String, i64, String)>,
+    /// Whether the autoshift observer notification is on.
+    pub observer: bool,
 }
 
 /// An answer: HTTP status, the error type (for `x-amzn-errortype`) and the JSON body.
@@ -113,6 +117,9 @@ pub fn operation(method: &str, path: &str) -> &'static str {
         ("POST", "/zonalshifts") => "StartZonalShift",
         ("DELETE", p) if p.starts_with("/zonalshifts/") => "CancelZonalShift",
         ("PATCH", p) if p.starts_with("/zonalshifts/") => "UpdateZonalShift",
+        ("GET", "/autoshifts") => "ListAutoshifts",
+        ("GET", "/autoshift-observer-notification") => "GetAutoshiftObserverNotificationStatus",
+        ("PUT", "/autoshift-observer-notification") => "UpdateAutoshiftObserverNotificationStatus",
         _ => "Unknown",
     }
 }
@@ -171,6 +178,18 @@ impl FakeArc {
             expires_at: now() + 3600,
         });
         id
+    }
+
+    /// AWS starts an autoshift away from `az_id` (now).
+    pub fn autoshift(&mut self, az_id: &str) {
+        self.autoshifts.push((az_id.into(), now(), "ACTIVE".into()));
+    }
+
+    /// AWS ends its autoshifts away from `az_id`.
+    pub fn end_autoshift(&mut self, az_id: &str) {
+        for shift in self.autoshifts.iter_mut().filter(|a| a.0 == az_id) {
+            shift.2 = "COMPLETED".into();
+        }
     }
 
     /// Move shift `id`'s end to `seconds_from_now` (negative: it has expired).
@@ -257,6 +276,34 @@ impl FakeArc {
                     .map(Self::shift_json)
                     .collect();
                 ok(page(items, query))
+            }
+            "ListAutoshifts" => {
+                let status = query_param(query, "status");
+                let items = self
+                    .autoshifts
+                    .iter()
+                    .filter(|a| status.as_ref().is_none_or(|w| &a.2 == w))
+                    .map(|(away, start, status)| json!({ "awayFrom": away, "startTime": start, "status": status }))
+                    .collect();
+                ok(page(items, query))
+            }
+            "GetAutoshiftObserverNotificationStatus" => {
+                ok(json!({ "status": if self.observer { "ENABLED" } else { "DISABLED" } }))
+            }
+            "UpdateAutoshiftObserverNotificationStatus" => {
+                let asked: Value = serde_json::from_str(body).unwrap_or_default();
+                match asked["status"].as_str() {
+                    Some(status @ ("ENABLED" | "DISABLED")) => {
+                        self.observer = status == "ENABLED";
+                        ok(json!({ "status": status }))
+                    }
+                    _ => error(
+                        400,
+                        "ValidationException",
+                        "status must be ENABLED or DISABLED",
+                        json!({}),
+                    ),
+                }
             }
             "StartZonalShift" => self.start(body),
             "UpdateZonalShift" => self.update(path.trim_start_matches("/zonalshifts/"), body),

@@ -1,0 +1,335 @@
+//! `azevac watch` (issue 33, part 2): the real binary reads ARC's events from a moto SQS queue,
+//! follows the autoshift state the project's ARC fake reports (moto has no zonal shift), evacuates
+//! the zone, and recovers it in waves once the autoshift ends; one watcher acts per region, chosen
+//! by a lease in the journal table.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use aws_sdk_cloudwatch::types::StateValue;
+use common::estate::{self, Spec};
+use common::proxy::Proxy;
+use common::{azevac_at, journal_items, live_groups, table_items, ZONE};
+
+use crate::waves::{alarm, spawn, until};
+
+/// Three Auto Scaling groups in use1-az1 and use1-az2.
+fn estate() -> Spec {
+    estate::groups_in_two_zones("10.34.0.0/16", &["web-1", "web-2", "web-3"])
+}
+
+/// ARC's event, as EventBridge delivers it to the queue.
+fn event(id: &str, detail_type: &str, away_from: &str) -> String {
+    serde_json::json!({
+        "version": "0", "id": id, "detail-type": detail_type, "source": "aws.arc-zonal-shift",
+        "account": "123456789012", "time": "2026-12-05T10:00:00Z", "region": "us-east-1", "resources": [],
+        "detail": {"version": "0.0.1", "data": "", "metadata": {"awayFrom": away_from, "notes": "AWS has started an autoshift"}},
+    })
+    .to_string()
+}
+
+/// A queue in moto; its URL.
+pub(crate) async fn queue(sdk: &aws_config::SdkConfig) -> String {
+    aws_sdk_sqs::Client::new(sdk)
+        .create_queue()
+        .queue_name("azevac-autoshift")
+        .send()
+        .await
+        .expect("create queue")
+        .queue_url()
+        .expect("url")
+        .to_owned()
+}
+
+async fn send(sdk: &aws_config::SdkConfig, url: &str, body: &str) {
+    aws_sdk_sqs::Client::new(sdk)
+        .send_message()
+        .queue_url(url)
+        .message_body(body)
+        .send()
+        .await
+        .expect("send message");
+}
+
+/// Messages in the queue, visible or in flight.
+async fn left_in(sdk: &aws_config::SdkConfig, url: &str) -> usize {
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let out = aws_sdk_sqs::Client::new(sdk)
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(A::ApproximateNumberOfMessages)
+        .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
+        .send()
+        .await
+        .expect("queue attributes");
+    let attributes = out.attributes().cloned().unwrap_or_default();
+    [A::ApproximateNumberOfMessages, A::ApproximateNumberOfMessagesNotVisible]
+        .iter()
+        .map(|a| {
+            attributes
+                .get(a)
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or_default()
+        })
+        .sum()
+}
+
+/// The watcher's lease item, if any.
+async fn lease(sdk: &aws_config::SdkConfig) -> Option<BTreeMap<String, String>> {
+    table_items(sdk)
+        .await
+        .into_iter()
+        .find(|item| common::attr_s(item, "az_id") == azevac::journal::WATCHER_PARTITION)
+        .map(|item| {
+            item.iter()
+                .map(|(k, v)| {
+                    let text = v.as_s().or_else(|_| v.as_n()).cloned().unwrap_or_default();
+                    (k.clone(), text)
+                })
+                .collect()
+        })
+}
+
+/// Wait until `check` holds (polling the emulator), or fail saying `what`.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..240 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    panic!("timed out waiting until {what}");
+}
+
+pub(crate) fn terminate(child: &std::process::Child) {
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+}
+
+/// The estate seeded in moto behind the proxy, the journal created, the queue: what a watcher
+/// test starts from (with the groups as they were).
+async fn watched_estate() -> (
+    common::Moto,
+    Proxy,
+    aws_config::SdkConfig,
+    BTreeMap<String, Vec<String>>,
+    String,
+) {
+    let moto = common::Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk_at(&proxy.endpoint).await;
+    estate::seed(&sdk, &estate()).await;
+    let before = live_groups(&sdk).await;
+    azevac_at(&proxy.endpoint, &["init"], &[]).expect_code(0);
+    let url = queue(&sdk).await;
+    (moto, proxy, sdk, before, url)
+}
+
+fn watch_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "watch",
+        "--queue",
+        url,
+        "--type",
+        "asg",
+        "--poll-wait",
+        "1s",
+        "--lease",
+        "3s",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// Lines until `text`, joined, for the assertions on what was said.
+fn said(lines: &Receiver<String>, text: &str) -> String {
+    until(lines, text).join("\n")
+}
+
+#[tokio::test]
+async fn issue_33_the_watcher_follows_an_autoshift_out_and_back_in_waves_judging_every_message_once() {
+    let (_moto, proxy, sdk, before, url) = watched_estate().await;
+    alarm(&sdk, "checkout-5xx", StateValue::Ok).await;
+    let args = watch_args(&url, &["--waves", "1,50%", "--bake", "1s", "--alarm", "checkout-5xx"]);
+    let (mut watcher, lines) = spawn(&proxy, &args);
+    said(&lines, "holds the lease");
+
+    // AWS autoshifts traffic away from the zone: the event wakes the watcher, ARC's state decides.
+    proxy.arc.lock().expect("arc").autoshift(ZONE);
+    send(&sdk, &url, &event("e-1", "Autoshift In Progress", ZONE)).await;
+    let following = said(&lines, "evacuating use1-az2");
+    assert!(following.contains("autoshift away from use1-az2"), "{following}");
+    eventually("the three groups are journalled", || async {
+        journal_items(&sdk).await.len() == 3
+    })
+    .await;
+    let reasons: Vec<String> = journal_items(&sdk)
+        .await
+        .iter()
+        .map(|i| common::attr_s(i, "reason"))
+        .collect();
+    assert!(reasons.iter().all(|r| r == "autoshift e-1"), "{reasons:?}");
+    eventually("the groups are out of the zone", || async {
+        live_groups(&sdk).await.values().all(|subnets| subnets.len() == 1)
+    })
+    .await;
+
+    // A duplicate, a practice run, a message that is no event and one from another source: each
+    // judged once, none followed; the manual shift's event after them marks the end of the batch.
+    send(&sdk, &url, &event("e-1", "Autoshift In Progress", ZONE)).await;
+    send(&sdk, &url, &event("p-1", "Practice Run Started", "use1-az1")).await;
+    send(&sdk, &url, "not json at all").await;
+    send(
+        &sdk,
+        &url,
+        &event("h-1", "Autoshift In Progress", ZONE).replace("aws.arc-zonal-shift", "aws.health"),
+    )
+    .await;
+    send(&sdk, &url, &event("m-1", "Manual Shift Started", ZONE)).await;
+    let judged = said(&lines, "m-1 (Manual Shift Started) is not an autoshift");
+    assert!(
+        judged.contains("practice run p-1 away from use1-az1 ignored"),
+        "{judged}"
+    );
+    assert_eq!(judged.matches("deleted unread").count(), 2, "{judged}");
+    assert!(judged.contains("not an EventBridge event"), "{judged}");
+    assert!(
+        judged.contains("not for this watcher: an event from aws.health"),
+        "{judged}"
+    );
+    assert_eq!(
+        judged.matches("evacuating").count(),
+        0,
+        "the duplicate does nothing: {judged}"
+    );
+    eventually("every message is deleted", || async { left_in(&sdk, &url).await == 0 }).await;
+    assert_eq!(journal_items(&sdk).await.len(), 3);
+
+    // status shows the watcher acting, following the zone.
+    let status = azevac_at(&proxy.endpoint, &["status"], &[]).expect_code(0);
+    assert!(status.stdout.contains("watcher: run "), "{}", status.stdout);
+    assert!(status.stdout.contains("acting, lease until"), "{}", status.stdout);
+    assert!(status.stdout.contains("following use1-az2"), "{}", status.stdout);
+    let json = azevac_at(&proxy.endpoint, &["status", "--output", "json"], &[])
+        .expect_code(0)
+        .json();
+    assert_eq!(json["watcher"]["active"], true, "{json:#}");
+    assert!(json["watcher"]["heard_at"].is_string(), "{json:#}");
+    let doctor = azevac_at(&proxy.endpoint, &["doctor"], &[]);
+    assert!(
+        doctor
+            .stdout
+            .contains("acts, following use1-az2, and hears from its queue"),
+        "{}",
+        doctor.stdout
+    );
+
+    // The autoshift ends: the recovery runs in waves, behind the alarm.
+    proxy.arc.lock().expect("arc").end_autoshift(ZONE);
+    send(&sdk, &url, &event("e-2", "Autoshift Completed", ZONE)).await;
+    let back = said(&lines, "use1-az2 recovered: following no zone");
+    assert!(back.contains("has ended: recovering use1-az2"), "{back}");
+    assert!(back.contains("wave 1/"), "the recovery went in waves: {back}");
+    assert!(journal_items(&sdk).await.is_empty(), "every record cleared");
+    let sorted = |groups: BTreeMap<String, Vec<String>>| common::sorted(&groups);
+    assert_eq!(sorted(live_groups(&sdk).await), sorted(before));
+    assert!(
+        proxy.calls().iter().any(|c| c.ends_with(":ListAutoshifts")),
+        "{:?}",
+        proxy.calls()
+    );
+    assert!(proxy.calls().iter().any(|c| c == "monitoring:DescribeAlarms"));
+
+    // SIGTERM: the watcher stops cleanly, its lease released.
+    terminate(&watcher);
+    said(&lines, "lease released");
+    assert_eq!(watcher.wait().expect("wait").code(), Some(0));
+    let item = lease(&sdk).await.expect("the lease item stays, released");
+    assert_eq!(item["expires_at"], "0", "{item:?}");
+    let status = azevac_at(&proxy.endpoint, &["status"], &[]).expect_code(0);
+    assert!(
+        status.stdout.contains("not acting: stopped, lease released"),
+        "{}",
+        status.stdout
+    );
+}
+
+#[tokio::test]
+async fn issue_33_a_standby_watcher_takes_over_only_once_the_first_ones_lease_lapses_and_recovers_what_it_followed() {
+    let (_moto, proxy, sdk, before, url) = watched_estate().await;
+    let (mut first, first_lines) = spawn(&proxy, &watch_args(&url, &[]));
+    said(&first_lines, "holds the lease");
+    let (mut second, second_lines) = spawn(&proxy, &watch_args(&url, &[]));
+    said(&second_lines, "standing by: watcher");
+
+    // The first follows an autoshift, then dies without a word (SIGKILL).
+    proxy.arc.lock().expect("arc").autoshift(ZONE);
+    send(&sdk, &url, &event("e-1", "Autoshift In Progress", ZONE)).await;
+    said(&first_lines, "evacuating use1-az2");
+    eventually("the three groups are journalled", || async {
+        journal_items(&sdk).await.len() == 3
+    })
+    .await;
+    eventually("the evacuation is done", || async {
+        common::lock_items(&sdk).await.is_empty()
+    })
+    .await;
+    let held = lease(&sdk).await.expect("lease");
+    assert_eq!(held["following"], ZONE);
+    first.kill().expect("kill");
+    first.wait().expect("wait");
+    let killed_at = lease(&sdk).await.expect("lease")["expires_at"]
+        .parse::<u64>()
+        .expect("expiry");
+
+    // The autoshift ends while nobody acts, and its event is lost: the standby takes over after the
+    // lease has run out, inherits the zone, and recovers it from ARC's state alone.
+    proxy.arc.lock().expect("arc").end_autoshift(ZONE);
+    let took = said(&second_lines, "took the lease over from watcher");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    assert!(
+        now > killed_at,
+        "taken over at {now}, before the lease ran out at {killed_at}"
+    );
+    assert!(took.contains("following use1-az2"), "{took}");
+    said(&second_lines, "use1-az2 recovered: following no zone");
+    assert!(journal_items(&sdk).await.is_empty());
+    let sorted = |groups: BTreeMap<String, Vec<String>>| common::sorted(&groups);
+    assert_eq!(sorted(live_groups(&sdk).await), sorted(before));
+    terminate(&second);
+    assert_eq!(second.wait().expect("wait").code(), Some(0));
+}
+
+#[tokio::test]
+async fn issue_33_watch_refuses_a_queue_it_cannot_read_and_init_turns_the_observer_on() {
+    let moto = common::Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    azevac_at(&proxy.endpoint, &["init"], &[]).expect_code(0);
+    let missing = format!("{}/123456789012/no-such-queue", proxy.endpoint);
+    let run = azevac_at(&proxy.endpoint, &["watch", "--queue", &missing, "--type", "asg"], &[]).expect_code(2);
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+    assert!(run.stderr.contains("cannot read the queue"), "{}", run.stderr);
+
+    let init = azevac_at(&proxy.endpoint, &["init", "--autoshift-observer"], &[]).expect_code(0);
+    assert!(
+        init.stdout.contains("autoshift observer notification"),
+        "{}",
+        init.stdout
+    );
+    assert!(proxy.arc.lock().expect("arc").observer);
+    let again = azevac_at(&proxy.endpoint, &["init", "--autoshift-observer"], &[]).expect_code(0);
+    assert!(again.stdout.contains("nothing to do"), "{}", again.stdout);
+}
