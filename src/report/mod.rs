@@ -114,10 +114,12 @@ impl<'a> WatcherState<'a> {
             .following
             .map(|zone| format!("; following {zone}"))
             .unwrap_or_default();
-        crate::text::clean(&format!(
-            "watcher: run {} ({}) {lease}{heard}{following}\n",
+        // Escaped before the line ends: clean() would show the newline itself as `\n`.
+        let line = crate::text::clean(&format!(
+            "watcher: run {} ({}) {lease}{heard}{following}",
             self.run_id, self.caller
-        ))
+        ));
+        line + "\n"
     }
 }
 
