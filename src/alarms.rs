@@ -1,6 +1,7 @@
 //! The CloudWatch alarms a recovery in waves is gated on (`--alarm`, `--alarm-prefix`): read in the
 //! operator's own account, where the incident's dashboards and alarms live. Before each wave every
-//! one must be OK; while a wave bakes, one in ALARM stops the recovery. ARC's practice runs gate on
+//! one must be OK; while a wave bakes, one in ALARM stops the recovery. A paced evacuation of Auto
+//! Scaling groups gates each batch the same way (`--pace-alarm`), read where the groups are. ARC's practice runs gate on
 //! blocking and outcome alarms the same way.
 
 use aws_config::SdkConfig;
@@ -74,6 +75,11 @@ impl Alarms {
     /// Read every alarm once and check that each name exists and each prefix names at least one:
     /// a gate on an alarm that is not there would wave everything through. Bad input otherwise.
     pub async fn check(&self) -> Result<Vec<Reading>> {
+        self.check_as("--alarm", "--alarm-prefix").await
+    }
+
+    /// [`Alarms::check`], its error naming the flags the alarms were given with.
+    pub async fn check_as(&self, names_flag: &str, prefixes_flag: &str) -> Result<Vec<Reading>> {
         let readings = self.read().await?;
         let missing: Vec<&str> = readings
             .iter()
@@ -82,14 +88,14 @@ impl Alarms {
             .collect();
         if !missing.is_empty() {
             return Err(Error::BadInput(format!(
-                "no CloudWatch alarm named {} in this account and region: check --alarm (and --region)",
+                "no CloudWatch alarm named {} in this account and region: check {names_flag} (and --region)",
                 crate::text::clean(&missing.join(", "))
             )));
         }
         for prefix in &self.prefixes {
             if !readings.iter().any(|r| r.name.starts_with(prefix.as_str())) {
                 return Err(Error::BadInput(format!(
-                    "no CloudWatch alarm's name starts with {}: check --alarm-prefix (and --region)",
+                    "no CloudWatch alarm's name starts with {}: check {prefixes_flag} (and --region)",
                     crate::text::clean(prefix)
                 )));
             }

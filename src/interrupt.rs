@@ -2,6 +2,10 @@
 //! changes from starting and lets the ones in flight finish (for at most [`GRACE`]), so that their
 //! done marks are written, every lock is released and the result so far is printed; a second signal
 //! exits at once (every change made is already journalled, and its lock runs out on its own).
+//!
+//! A run may also be stopped without a signal, the same way: `azevac watch` stops the evacuation or
+//! recovery it carries out once its lease is lost ([`Interrupt::stop`]), since another watcher may
+//! act from then on.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,6 +29,11 @@ struct State {
     at: Mutex<Option<Instant>>,
     /// The listener, stopped when the last handle goes.
     listener: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Why the run was stopped without a signal, if it was.
+    stopped: Mutex<Option<String>>,
+    /// The interrupt this one follows (a watcher's, for a run it carries out): its signal stops
+    /// this run too.
+    parent: Option<Interrupt>,
 }
 
 impl Drop for State {
@@ -81,39 +90,110 @@ impl Interrupt {
         self.state.signal.store(signal, Ordering::SeqCst);
     }
 
-    /// Whether a signal asked the run to stop: start no more changes.
+    /// An interrupt for one run that `self`'s signals stop too, and that can be stopped on its own
+    /// ([`Interrupt::stop`]) without stopping `self`. No second listener: a second signal still
+    /// exits at once through `self`'s.
+    pub fn linked(&self) -> Interrupt {
+        Interrupt {
+            state: Arc::new(State {
+                signal: AtomicI32::new(0),
+                at: Mutex::new(None),
+                listener: Mutex::new(None),
+                stopped: Mutex::new(None),
+                parent: Some(self.clone()),
+            }),
+        }
+    }
+
+    /// Stop the run without a signal, as the first signal does (no new change, the ones in flight
+    /// have [`GRACE`]); `why` ends each line not started: "not started: {why}".
+    pub fn stop(&self, why: &str) {
+        let mut stopped = self.state.stopped.lock().unwrap_or_else(|e| e.into_inner());
+        if stopped.is_none() && self.signal() == 0 {
+            self.state
+                .at
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(Instant::now);
+            *stopped = Some(why.to_owned());
+        }
+    }
+
+    /// Whether a signal (or [`Interrupt::stop`]) asked the run to stop: start no more changes.
     pub fn requested(&self) -> bool {
-        self.state.signal.load(Ordering::SeqCst) != 0
+        self.signal() != 0 || self.why_stopped().is_some()
     }
 
     /// Whether the changes in flight have had their grace since the signal: give them up.
     pub fn grace_is_over(&self) -> bool {
-        self.requested()
-            && self
-                .state
-                .at
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_some_and(|at| at.elapsed() > GRACE)
+        let own = self
+            .state
+            .at
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|at| at.elapsed() > GRACE);
+        own || self.state.parent.as_ref().is_some_and(Interrupt::grace_is_over)
     }
 
-    /// The exit code a run stopped by a signal ends with (130 for SIGINT, 143 for SIGTERM).
+    /// The exit code a run stopped by a signal ends with (130 for SIGINT, 143 for SIGTERM); none for
+    /// a run stopped without one.
     pub fn exit_code(&self) -> Option<i32> {
-        let signal = self.state.signal.load(Ordering::SeqCst);
+        let signal = self.signal();
         (signal != 0).then_some(128 + signal)
     }
 
     /// Why a line was not started, for its reason.
     pub fn reason(&self) -> String {
-        let name = match self.state.signal.load(Ordering::SeqCst) {
-            15 => "SIGTERM",
-            _ => "SIGINT",
-        };
-        format!("not started: interrupted ({name})")
+        match (self.signal(), self.why_stopped()) {
+            (0, Some(why)) => format!("not started: {why}"),
+            (15, _) => "not started: interrupted (SIGTERM)".to_owned(),
+            _ => "not started: interrupted (SIGINT)".to_owned(),
+        }
+    }
+
+    /// The first signal's number, this run's own or the one it follows (0: none).
+    fn signal(&self) -> i32 {
+        match self.state.signal.load(Ordering::SeqCst) {
+            0 => self.state.parent.as_ref().map_or(0, Interrupt::signal),
+            own => own,
+        }
+    }
+
+    fn why_stopped(&self) -> Option<String> {
+        self.state.stopped.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
 /// The signal's number, as exit codes count it (128 + number).
 fn libc_number(kind: tokio::signal::unix::SignalKind) -> i32 {
     kind.as_raw_value()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_linked_run_stops_on_its_parents_signal_and_alone_without_stopping_the_parent() {
+        let watcher = Interrupt::default();
+        let run = watcher.linked();
+        run.stop("the watcher's lease was lost");
+        assert!(run.requested());
+        assert!(!watcher.requested(), "a run stopped alone leaves the watcher going");
+        assert_eq!(run.exit_code(), None, "no signal, no signal's exit code");
+        assert_eq!(run.reason(), "not started: the watcher's lease was lost");
+        assert!(!run.grace_is_over());
+
+        let next = watcher.linked();
+        watcher.raise(15);
+        assert!(next.requested());
+        assert_eq!(next.exit_code(), Some(143));
+        assert_eq!(next.reason(), "not started: interrupted (SIGTERM)");
+        next.stop("too late");
+        assert_eq!(
+            next.reason(),
+            "not started: interrupted (SIGTERM)",
+            "the signal came first"
+        );
+    }
 }

@@ -65,17 +65,12 @@ pub async fn away_now(sdk: &aws_config::SdkConfig, practice: bool) -> Result<BTr
 
 /// One entry per zone: the strongest origin, the earliest start.
 fn merge(away: Vec<(String, Away)>) -> BTreeMap<String, Away> {
-    let rank = |o: Origin| match o {
-        Origin::Autoshift => 0,
-        Origin::FisExperiment => 1,
-        Origin::PracticeRun => 2,
-    };
     let mut zones: BTreeMap<String, Away> = BTreeMap::new();
     for (zone, next) in away {
         zones
             .entry(zone)
             .and_modify(|held| {
-                if rank(next.origin) < rank(held.origin) {
+                if next.origin.rank() < held.origin.rank() {
                     held.origin = next.origin;
                 }
                 held.since = held.since.min(next.since);

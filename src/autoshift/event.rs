@@ -35,6 +35,16 @@ impl Origin {
             Origin::FisExperiment => "FIS experiment",
         }
     }
+
+    /// Which is followed first when traffic is away from two zones: an autoshift (a zone AWS found
+    /// impaired) before a FIS experiment before a practice run (0 first).
+    pub fn rank(self) -> u8 {
+        match self {
+            Origin::Autoshift => 0,
+            Origin::FisExperiment => 1,
+            Origin::PracticeRun => 2,
+        }
+    }
 }
 
 /// What the event says happened.

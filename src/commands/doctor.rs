@@ -202,12 +202,25 @@ async fn watcher(ctx: &Context) -> Option<Check> {
         .as_deref()
         .map(|zone| format!(", following {zone}"))
         .unwrap_or_default();
-    // A receive answers within 20 seconds, empty or not: a minute without one is not an empty queue.
+    // A receive answers within 20 seconds, empty or not, and the item says so at the next renewal
+    // (every third of a lease): a lease and half a minute without one is not an empty queue. A
+    // watcher evacuating or recovering does not read its queue meanwhile.
+    let lease = match watcher.lease {
+        0 => ctx.lease.as_secs(),
+        seconds => seconds,
+    };
     let silent = watcher
         .heard_at
         .map_or(now.saturating_sub(watcher.since), |at| now.saturating_sub(at));
     Some(match (watcher.active(), &watcher.following) {
-        (true, _) if silent > 60 => Check::warn(
+        (true, _) if watcher.acting.is_some() => Check::ok(
+            NAME,
+            format!(
+                "{who} acts{following}: {}",
+                watcher.acting.as_deref().unwrap_or_default()
+            ),
+        ),
+        (true, _) if silent > lease + 30 => Check::warn(
             NAME,
             format!("{who} acts{following}, but has not heard from its queue for {silent}s"),
             "check the watcher's log: it cannot read the queue (sqs:ReceiveMessage, the queue policy)",

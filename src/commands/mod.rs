@@ -70,6 +70,9 @@ pub struct Context {
     pub heading: Option<&'static str>,
     /// Who the caller is (STS: ARN and account), asked once per run and only when needed.
     caller: tokio::sync::OnceCell<(String, String)>,
+    /// What stops this run's changes: its own signal listener when `None`; a watcher's run is
+    /// stopped by the watcher's signals and by the loss of its lease.
+    pub interrupt: Option<crate::interrupt::Interrupt>,
 }
 
 impl Context {
@@ -102,6 +105,7 @@ impl Context {
             show_skipped: false,
             heading: None,
             caller: tokio::sync::OnceCell::new(),
+            interrupt: None,
             sdk,
         })
     }
@@ -156,15 +160,19 @@ impl Context {
             run_id: self.run_id.clone(),
             // Another SDK configuration may be another identity.
             caller: tokio::sync::OnceCell::new(),
+            interrupt: self.interrupt.clone(),
             ..*self
         }
     }
 
-    /// This context for another run: the same connection, journal and settings, a new run ID (each
-    /// evacuation or recovery a watcher carries out is a run of its own in the journal).
-    pub fn for_another_run(&self) -> Context {
+    /// This context for another run, stopped by `interrupt`: the same connection, table and
+    /// settings, a new run ID (each evacuation or recovery a watcher carries out is a run of its own
+    /// in the journal), and the journal read afresh (what an earlier run read is stale by now).
+    pub fn for_another_run(&self, interrupt: crate::interrupt::Interrupt) -> Context {
         Context {
             run_id: uuid::Uuid::new_v4().to_string(),
+            journal: self.journal.fresh(),
+            interrupt: Some(interrupt),
             ..self.with_sdk(self.sdk.clone())
         }
     }
@@ -334,7 +342,10 @@ impl Context {
             wait: wait.wait.then_some(wait.wait_timeout),
             paced: crate::plugins::paced_rates(&self.pacing),
             in_flight: self.operation_timeout,
-            interrupt: crate::interrupt::Interrupt::listen(),
+            interrupt: self
+                .interrupt
+                .clone()
+                .unwrap_or_else(crate::interrupt::Interrupt::listen),
             run_events: true,
         };
         let notifier = crate::notify::Notifier::new(&self.sdk, notify);

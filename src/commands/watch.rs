@@ -72,12 +72,15 @@ pub async fn run(ctx: &Context, args: &cli::Watch) -> Result<i32> {
             expires_at: 0,
             heard_at: None,
             following: None,
+            acting: None,
+            lease: ctx.lease.as_secs(),
         },
         ctx,
         args,
         queue,
         notifier: Notifier::new(&ctx.sdk, &args.notify.topics),
         interrupt: crate::interrupt::Interrupt::listen(),
+        leader: None,
         judged: Remembered::default(),
         unfollowed: BTreeSet::new(),
         started_by: BTreeMap::new(),
@@ -87,6 +90,9 @@ pub async fn run(ctx: &Context, args: &cli::Watch) -> Result<i32> {
     Ok(watch.code)
 }
 
+/// Why a run the watcher carries out stops when its lease is lost.
+const LEASE_LOST: &str = "the watcher's lease was lost (another watcher may act now)";
+
 /// One watcher's state.
 struct Watch<'a> {
     ctx: &'a Context,
@@ -94,13 +100,16 @@ struct Watch<'a> {
     queue: Queue,
     notifier: Notifier,
     interrupt: crate::interrupt::Interrupt,
+    /// The lease, while this watcher holds it (never with `--dry-run`, which takes none).
+    leader: Option<Leadership>,
     /// The lease item as this watcher would write it (the zone followed, when it last heard).
     me: Watcher,
     /// Event and message IDs already judged.
     judged: Remembered,
     /// Zones reported as not followed (reported once per autoshift).
     unfollowed: BTreeSet<String>,
-    /// The event that started each zone's autoshift, for the evacuation's reason.
+    /// The event that started each zone's autoshift, for the evacuation's reason (kept while the
+    /// zone is away or followed).
     started_by: BTreeMap<String, String>,
     /// The exit code: an evacuation or recovery interrupted by a signal ends the watcher with its code.
     code: i32,
@@ -108,13 +117,18 @@ struct Watch<'a> {
 
 impl Watch<'_> {
     async fn run(&mut self) {
-        let mut leader: Option<Leadership> = None;
         let mut standing_by_for: Option<String> = None;
         let mut next_resync = Instant::now();
+        // Set at the start and when the lease was just taken: ARC is read before the first long
+        // poll, not after it.
+        let mut look_now = true;
         while !self.interrupt.requested() {
-            if !self.args.dry_run && leader.as_ref().is_none_or(|l| !l.holds()) {
-                if let Some(lost) = leader.take() {
+            if !self.args.dry_run && !self.holds() {
+                if let Some(lost) = self.leader.take() {
                     lost.stop();
+                    // The zone followed is the lease item's to say from now on, not this memory's.
+                    self.me.following = None;
+                    self.me.acting = None;
                     self.decide(
                         "lease_lost",
                         "lease lost: this watcher stopped acting and stands by".into(),
@@ -122,10 +136,14 @@ impl Watch<'_> {
                     )
                     .await;
                 }
+                // The lease's deadline is counted from before the claim was sent: the item's
+                // expiry is written after, so this watcher's own clock never runs past it.
+                let asked = Instant::now();
                 match self.ctx.journal.claim_watch(&self.me, self.ctx.lease).await {
                     Ok(Claim::Held(held)) => {
                         let took_over = standing_by_for.take();
                         self.me.following = held.following.clone();
+                        self.me.since = held.since;
                         let what = match (&took_over, &held.following) {
                             (Some(other), Some(zone)) => {
                                 format!("took the lease over from watcher {other}, following {zone}")
@@ -134,9 +152,10 @@ impl Watch<'_> {
                             (None, Some(zone)) => format!("holds the lease, following {zone}"),
                             (None, None) => "holds the lease".to_owned(),
                         };
+                        self.leader = Some(Leadership::start(&self.ctx.journal, held, self.ctx.lease, asked));
                         self.decide("lease_held", what, vec![]).await;
-                        leader = Some(Leadership::start(&self.ctx.journal, held, self.ctx.lease));
                         next_resync = Instant::now();
+                        look_now = true;
                     }
                     Ok(Claim::Standby(other)) => {
                         if standing_by_for.as_deref() != Some(&other.holder) {
@@ -160,40 +179,17 @@ impl Watch<'_> {
                     }
                 }
             }
-            let mut wake = false;
-            match self.receive().await {
-                Some(Ok(messages)) => {
-                    self.me.heard_at = Some(now());
-                    if let Some(leader) = &leader {
-                        leader.update(&self.me);
-                    }
-                    for message in messages {
-                        wake |= self.judge(&message).await;
-                        if let Err(e) = self.queue.delete(&message).await {
-                            crate::say!(
-                                "azevac: warning: watch: cannot delete message {} from the queue (it comes back \
-                                 and is recognised): {}",
-                                clean(&message.id),
-                                crate::report::clean(&super::describe(&e))
-                            );
-                        }
-                    }
+            let wake = if std::mem::take(&mut look_now) {
+                false
+            } else {
+                match self.hear().await {
+                    Some(wake) => wake,
+                    None => break,
                 }
-                Some(Err(e)) => {
-                    crate::say!(
-                        "azevac: warning: watch: cannot read the queue: {}; trying again",
-                        crate::report::clean(&super::describe(&e))
-                    );
-                    self.pause(RETRY).await;
-                }
-                None => break,
-            }
+            };
             let resync = Instant::now() >= next_resync;
-            if (wake || resync) && !self.interrupt.requested() {
-                if leader.as_ref().is_some_and(|l| !l.holds()) {
-                    continue;
-                }
-                self.reconcile(resync, leader.as_ref()).await;
+            if (wake || resync) && !self.interrupt.requested() && self.holds() {
+                self.reconcile(resync).await;
                 if resync {
                     if !self.interrupt.requested() {
                         self.renew_shifts().await;
@@ -202,9 +198,9 @@ impl Watch<'_> {
                 }
             }
         }
-        if let Some(leader) = leader {
+        if let Some(leader) = self.leader.take() {
             leader.stop();
-            self.me.expires_at = 0;
+            self.me.acting = None;
             match self.ctx.journal.release_watch(&self.me).await {
                 Ok(()) => crate::say!("azevac: watch: stopped; lease released"),
                 Err(e) => crate::say!(
@@ -217,11 +213,56 @@ impl Watch<'_> {
         }
     }
 
-    /// One long poll of the queue; `None` when a signal came first.
-    async fn receive(&self) -> Option<Result<Vec<Message>>> {
-        tokio::select! {
-            received = self.queue.receive(self.args.poll_wait) => Some(received),
-            () = self.interrupted() => None,
+    /// Whether this watcher may act now: it holds the lease with time to spare (a dry run changes
+    /// nothing and takes no lease).
+    fn holds(&self) -> bool {
+        self.args.dry_run || self.leader.as_ref().is_some_and(Leadership::holds)
+    }
+
+    /// One long poll of the queue, each message judged and (unless a dry run) deleted. Whether a
+    /// message asks the watcher to look at ARC's autoshifts now; `None` when a signal came first.
+    async fn hear(&mut self) -> Option<bool> {
+        let received = tokio::select! {
+            received = self.queue.receive(self.args.poll_wait) => received,
+            () = self.interrupted() => return None,
+        };
+        let messages = match received {
+            Ok(messages) => messages,
+            Err(e) => {
+                crate::say!(
+                    "azevac: warning: watch: cannot read the queue: {}; trying again",
+                    crate::report::clean(&super::describe(&e))
+                );
+                self.pause(RETRY).await;
+                return Some(false);
+            }
+        };
+        self.me.heard_at = Some(now());
+        self.share();
+        let mut wake = false;
+        for message in messages {
+            wake |= self.judge(&message).await;
+            // A dry run leaves every message for the watcher that acts (it comes back to this one
+            // after the queue's visibility timeout, and is recognised).
+            if self.args.dry_run {
+                continue;
+            }
+            if let Err(e) = self.queue.delete(&message).await {
+                crate::say!(
+                    "azevac: warning: watch: cannot delete message {} from the queue (it comes back and is \
+                     recognised): {}",
+                    clean(&message.id),
+                    crate::report::clean(&super::describe(&e))
+                );
+            }
+        }
+        Some(wake)
+    }
+
+    /// Hand what the lease item says (heard, following, acting) to the next renewal.
+    fn share(&self) {
+        if let Some(leader) = &self.leader {
+            leader.update(&self.me);
         }
     }
 
@@ -232,9 +273,10 @@ impl Watch<'_> {
             Ok(event) => event,
             Err(rejected) => {
                 if self.judged.insert(&format!("message {}", message.id)) {
+                    let verb = if self.args.dry_run { "left" } else { "deleted" };
                     self.decide(
                         "message_rejected",
-                        format!("message {} deleted unread: {rejected}", message.id),
+                        format!("message {} {verb} unread: {rejected}", message.id),
                         vec![],
                     )
                     .await;
@@ -285,8 +327,8 @@ impl Watch<'_> {
 
     /// Compare ARC's autoshifts with the zone followed and act: follow a zone traffic is away
     /// from, evacuate it again on a resync (extending azevac's shifts), recover it once traffic
-    /// is back.
-    async fn reconcile(&mut self, resync: bool, leader: Option<&Leadership>) {
+    /// is back (or once a real autoshift outranks the rehearsal followed).
+    async fn reconcile(&mut self, resync: bool) {
         let away = match arc::away_now(&self.ctx.sdk, self.args.follow_practice).await {
             Ok(away) => away,
             Err(e) => {
@@ -300,18 +342,24 @@ impl Watch<'_> {
             }
         };
         self.unfollowed.retain(|zone| away.contains_key(zone));
+        let following = self.me.following.clone();
+        self.started_by
+            .retain(|zone, _| away.contains_key(zone) || following.as_deref() == Some(zone.as_str()));
         // One zone after another: a recovery done, the next zone traffic is away from is followed.
         loop {
+            if !self.holds() || self.interrupt.requested() {
+                return;
+            }
             match self.me.following.clone() {
                 None => {
-                    let Some((zone, since)) = earliest(&away) else {
+                    let Some((zone, since)) = strongest(&away) else {
                         return;
                     };
                     self.report_unfollowed(&away, &zone).await;
                     // The zone is written to the lease before anything is changed: a watcher that
                     // takes over must know to recover it.
                     self.me.following = Some(zone.clone());
-                    if let Some(leader) = leader {
+                    if let Some(leader) = &self.leader {
                         if !leader.write(&self.me).await {
                             self.me.following = None;
                             return;
@@ -333,7 +381,7 @@ impl Watch<'_> {
                     self.evacuate(&zone, reason).await;
                     return;
                 }
-                Some(zone) if away.contains_key(&zone) => {
+                Some(zone) if away.contains_key(&zone) && outranked(&away, &zone).is_none() => {
                     self.report_unfollowed(&away, &zone).await;
                     if resync {
                         tracing::info!(%zone, "resync: evacuating the followed zone again");
@@ -343,38 +391,75 @@ impl Watch<'_> {
                     return;
                 }
                 Some(zone) => {
-                    self.decide(
-                        "recovering",
-                        format!("autoshift away from {zone} has ended: recovering {zone}"),
-                        vec![],
-                    )
-                    .await;
+                    let why = match outranked(&away, &zone) {
+                        Some(other) => format!(
+                            "the autoshift away from {other} outranks the {} away from {zone}: recovering {zone} \
+                             first",
+                            away[&zone].origin.phrase()
+                        ),
+                        None => format!("autoshift away from {zone} has ended: recovering {zone}"),
+                    };
+                    self.decide("recovering", why, vec![]).await;
                     let code = self.recover(&zone).await;
-                    if code != EXIT_OK {
+                    let left = match code {
+                        EXIT_OK => self.records_left(&zone).await,
+                        _ => None,
+                    };
+                    if code != EXIT_OK || left.is_some() {
+                        let what = left.unwrap_or_else(|| format!("exit {code}"));
+                        let next = if self.interrupt.requested() {
+                            format!("the watcher that runs next recovers {zone}")
+                        } else if !self.holds() {
+                            format!("the watcher that holds the lease recovers {zone}")
+                        } else {
+                            format!(
+                                "the watcher tries again in {}",
+                                humantime::format_duration(self.args.resync)
+                            )
+                        };
                         self.decide(
                             "recovery_incomplete",
-                            format!(
-                                "the recovery of {zone} did not finish (exit {code}): its records stay; the \
-                                 watcher tries again in {}",
-                                humantime::format_duration(self.args.resync)
-                            ),
+                            format!("the recovery of {zone} did not finish ({what}): its records stay; {next}"),
                             vec![],
                         )
                         .await;
                         return;
                     }
                     self.me.following = None;
-                    if let Some(leader) = leader {
-                        leader.write(&self.me).await;
+                    if let Some(leader) = &self.leader {
+                        if !leader.write(&self.me).await {
+                            return;
+                        }
                     }
                     self.started_by.remove(&zone);
+                    self.unfollowed.remove(&zone);
                     self.decide("recovered", format!("{zone} recovered: following no zone"), vec![])
                         .await;
-                    if self.interrupt.requested() {
-                        return;
-                    }
                 }
             }
+        }
+    }
+
+    /// What stays in the journal of `zone` for the watcher's types after a recovery that ended
+    /// well (a run stopped before every line, a record locked by another run): `None` when nothing
+    /// does, and the zone is no longer followed. A dry run's recovery changes nothing.
+    async fn records_left(&self, zone: &str) -> Option<String> {
+        if self.args.dry_run {
+            return None;
+        }
+        let types: Vec<&str> = self.args.types.iter().map(String::as_str).collect();
+        match self
+            .ctx
+            .journal
+            .fresh()
+            .records_of_every_account(&types, Some(zone))
+            .await
+        {
+            Ok((by_type, _)) => {
+                let left: usize = by_type.values().map(Vec::len).sum();
+                (left > 0).then(|| format!("{left} records of {zone} left in the journal"))
+            }
+            Err(e) => Some(format!("the journal could not be read: {}", super::describe(&e))),
         }
     }
 
@@ -416,13 +501,16 @@ impl Watch<'_> {
             }
         };
         for zone in ending {
+            if !self.holds() || self.interrupt.requested() {
+                return;
+            }
             self.decide(
                 "shifts_extended",
                 format!("azevac's zonal shifts away from {zone} end within the hour: extending them"),
                 vec![],
             )
             .await;
-            let mut ctx = self.ctx.for_another_run();
+            let mut ctx = self.ctx.for_another_run(self.guarded());
             ctx.heading = Some("shift extend");
             let extend = cli::ShiftExtend {
                 az_id: Some(zone.clone()),
@@ -466,28 +554,48 @@ impl Watch<'_> {
         }
     }
 
+    /// The interrupt of one run the watcher carries out: stopped by the watcher's signals, and by
+    /// the loss of its lease (from then on another watcher may act).
+    fn guarded(&self) -> crate::interrupt::Interrupt {
+        let run = self.interrupt.linked();
+        if let Some(leader) = &self.leader {
+            leader.guard(&run);
+        }
+        run
+    }
+
+    /// Say in the lease item what keeps the watcher from its queue (`None`: nothing now).
+    fn acting(&mut self, what: Option<String>) {
+        self.me.acting = what;
+        self.share();
+    }
+
     async fn evacuate(&mut self, zone: &str, reason: String) {
-        let ctx = self.ctx.for_another_run();
+        let ctx = self.ctx.for_another_run(self.guarded());
         let args = self.args.evacuate(zone, reason);
-        let code = match super::evacuate::run(&ctx, &args).await {
-            Ok(code) => code,
+        self.acting(Some(format!("evacuating {zone}")));
+        let ran = super::evacuate::run(&ctx, &args).await;
+        self.acting(None);
+        match ran {
+            Ok(code) => self.note_interrupted(code),
             Err(e) => {
                 self.decide(
                     "evacuation_failed",
                     format!("the evacuation of {zone} failed: {}", super::describe(&e)),
                     vec![],
                 )
-                .await;
-                return;
+                .await
             }
-        };
-        self.note_interrupted(code);
+        }
     }
 
     async fn recover(&mut self, zone: &str) -> i32 {
-        let ctx = self.ctx.for_another_run();
+        let ctx = self.ctx.for_another_run(self.guarded());
         let args = self.args.recover(Some(zone));
-        let code = match super::recover::run(&ctx, &args).await {
+        self.acting(Some(format!("recovering {zone}")));
+        let ran = super::recover::run(&ctx, &args).await;
+        self.acting(None);
+        let code = match ran {
             Ok(code) => code,
             Err(e) => {
                 crate::say!(
@@ -498,10 +606,6 @@ impl Watch<'_> {
             }
         };
         self.note_interrupted(code);
-        // A dry run's recovery changes nothing: the zone stays followed, and is planned again.
-        if self.args.dry_run && code == EXIT_OK {
-            return EXIT_OK;
-        }
         code
     }
 
@@ -556,11 +660,21 @@ impl Watch<'_> {
     }
 }
 
-/// The zone traffic has been away from longest (ties: by AZ ID).
-fn earliest(away: &BTreeMap<String, Away>) -> Option<(String, Away)> {
+/// The zone to follow: an autoshift before a FIS experiment before a practice run, then the zone
+/// traffic has been away from longest (ties: by AZ ID).
+fn strongest(away: &BTreeMap<String, Away>) -> Option<(String, Away)> {
     away.iter()
-        .min_by_key(|(zone, a)| (a.since, zone.as_str()))
+        .min_by_key(|(zone, a)| (a.origin.rank(), a.since, zone.as_str()))
         .map(|(zone, a)| (zone.clone(), a.clone()))
+}
+
+/// The zone, if any, whose shift outranks the one away from `following` (a real autoshift while
+/// a practice run is followed): the rehearsal gives way.
+fn outranked(away: &BTreeMap<String, Away>, following: &str) -> Option<String> {
+    let held = away.get(following)?;
+    strongest(away)
+        .filter(|(zone, other)| zone != following && other.origin.rank() < held.origin.rank())
+        .map(|(zone, _)| zone)
 }
 
 /// The event and message IDs judged, the oldest forgotten first.
@@ -587,7 +701,8 @@ impl Remembered {
 }
 
 /// The lease held: renewed every third of a lease in the background (evacuations and waves take
-/// longer than a lease), and whether it is still safe to act under.
+/// longer than a lease), and whether it is still safe to act under. The run in flight is stopped
+/// the moment it is not.
 struct Leadership {
     state: Arc<LeaseState>,
     heartbeat: tokio::task::JoinHandle<()>,
@@ -598,15 +713,25 @@ struct LeaseState {
     lease: Duration,
     /// The item as the next renewal writes it.
     item: Mutex<Watcher>,
+    /// One write of the item at a time, each with the item as it is when its turn comes: a
+    /// renewal that read the item before the zone followed was set must not land after the write
+    /// that set it.
+    writing: tokio::sync::Mutex<()>,
     /// Until when the lease holds by this machine's monotonic clock.
     until: Mutex<Instant>,
     /// Set when a renewal found the lease another's.
     lost: AtomicBool,
+    /// The interrupt of the run the watcher carries out now, stopped once the lease is lost.
+    run: Mutex<Option<crate::interrupt::Interrupt>>,
 }
 
 impl LeaseState {
     /// Renew the lease with what `item` says; whether it is still this watcher's.
     async fn renew(&self) -> bool {
+        let _one_at_a_time = self.writing.lock().await;
+        if self.lost.load(Ordering::SeqCst) {
+            return false;
+        }
         let item = self.item.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let asked = Instant::now();
         match self.journal.renew_watch(&item, self.lease).await {
@@ -628,35 +753,91 @@ impl LeaseState {
             }
         }
     }
+
+    /// When this watcher stops acting: a quarter of a lease before the lease runs out by its clock
+    /// (a standby takes over only a quarter of a lease after it ran out by the item's).
+    fn deadline(&self) -> Instant {
+        *self.until.lock().unwrap_or_else(|e| e.into_inner()) - self.lease / 4
+    }
+
+    fn holds(&self) -> bool {
+        !self.lost.load(Ordering::SeqCst) && Instant::now() < self.deadline()
+    }
+
+    /// Stop the run in flight, if any: the lease can no longer be trusted.
+    fn stop_run(&self) {
+        if let Some(run) = self.run.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            if !run.requested() {
+                crate::say!(
+                    "azevac: watch: the lease can no longer be trusted: the run in flight starts nothing more (the \
+                     changes under way finish under their locks)"
+                );
+            }
+            run.stop(LEASE_LOST);
+        }
+    }
+
+    /// Renew every third of a lease; stop the run in flight at the deadline when renewals failed
+    /// (a renewal that hangs too), and for good once another watcher holds the lease.
+    async fn beat(&self) {
+        let deadline = |state: &LeaseState| tokio::time::Instant::from_std(state.deadline());
+        let mut next = tokio::time::Instant::now() + self.lease / 3;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(next) => {}
+                () = tokio::time::sleep_until(deadline(self)), if self.holds() => {}
+            }
+            if tokio::time::Instant::now() >= next {
+                next = tokio::time::Instant::now() + self.lease / 3;
+                let renewal = self.renew();
+                tokio::pin!(renewal);
+                tokio::select! {
+                    _ = &mut renewal => {}
+                    () = tokio::time::sleep_until(deadline(self)), if self.holds() => {
+                        self.stop_run();
+                        renewal.await;
+                    }
+                }
+            }
+            if !self.holds() {
+                self.stop_run();
+                if self.lost.load(Ordering::SeqCst) {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 impl Leadership {
-    fn start(journal: &Journal, held: Watcher, lease: Duration) -> Leadership {
+    /// The lease `held`, claimed by a call sent at `asked`.
+    fn start(journal: &Journal, held: Watcher, lease: Duration, asked: Instant) -> Leadership {
         let state = Arc::new(LeaseState {
             journal: journal.clone(),
             lease,
             item: Mutex::new(held),
-            until: Mutex::new(Instant::now() + lease),
+            writing: tokio::sync::Mutex::new(()),
+            until: Mutex::new(asked + lease),
             lost: AtomicBool::new(false),
+            run: Mutex::new(None),
         });
         let beating = Arc::clone(&state);
-        let heartbeat = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(beating.lease / 3).await;
-                beating.renew().await;
-                if beating.lost.load(Ordering::SeqCst) {
-                    return;
-                }
-            }
-        });
+        let heartbeat = tokio::spawn(async move { beating.beat().await });
         Leadership { state, heartbeat }
     }
 
     /// Whether the lease is still this watcher's with a quarter of it to spare: past that, it
     /// stops acting (a standby takes over only a quarter of a lease after it ran out).
     fn holds(&self) -> bool {
-        let until = *self.state.until.lock().unwrap_or_else(|e| e.into_inner());
-        !self.state.lost.load(Ordering::SeqCst) && Instant::now() + self.state.lease / 4 < until
+        self.state.holds()
+    }
+
+    /// Stop `run` once the lease is lost (at once if it already is).
+    fn guard(&self, run: &crate::interrupt::Interrupt) {
+        *self.state.run.lock().unwrap_or_else(|e| e.into_inner()) = Some(run.clone());
+        if !self.holds() {
+            run.stop(LEASE_LOST);
+        }
     }
 
     /// What the next renewal writes.
@@ -664,6 +845,7 @@ impl Leadership {
         let mut held = self.state.item.lock().unwrap_or_else(|e| e.into_inner());
         held.heard_at = item.heard_at;
         held.following = item.following.clone();
+        held.acting = item.acting.clone();
     }
 
     /// Write `item` now (the zone followed changed); whether the lease is still this watcher's.
@@ -714,13 +896,38 @@ mod tests {
     }
 
     #[test]
+    fn a_real_autoshift_outranks_a_rehearsal_followed() {
+        let away = BTreeMap::from([
+            (
+                "use1-az1".to_owned(),
+                Away {
+                    origin: Origin::PracticeRun,
+                    since: 10,
+                },
+            ),
+            (
+                "use1-az3".to_owned(),
+                Away {
+                    origin: Origin::Autoshift,
+                    since: 20,
+                },
+            ),
+        ]);
+        assert_eq!(strongest(&away).map(|(z, _)| z).as_deref(), Some("use1-az3"));
+        assert_eq!(outranked(&away, "use1-az1").as_deref(), Some("use1-az3"));
+        assert_eq!(outranked(&away, "use1-az3"), None);
+        assert_eq!(outranked(&away, "use1-az2"), None, "a zone no longer away has ended");
+    }
+
+    #[test]
     fn the_zone_away_longest_is_followed() {
         let at = |since| Away {
             origin: Origin::Autoshift,
             since,
         };
         let away = BTreeMap::from([("use1-az3".to_owned(), at(10)), ("use1-az1".to_owned(), at(20))]);
-        assert_eq!(earliest(&away).map(|(z, _)| z).as_deref(), Some("use1-az3"));
-        assert_eq!(earliest(&BTreeMap::new()), None);
+        assert_eq!(strongest(&away).map(|(z, _)| z).as_deref(), Some("use1-az3"));
+        assert_eq!(strongest(&BTreeMap::new()), None);
+        assert_eq!(outranked(&away, "use1-az1"), None, "an autoshift gives way to none");
     }
 }

@@ -145,6 +145,15 @@ impl Journal {
         }
     }
 
+    /// The same table for another run: nothing this handle's run has read is reused (a
+    /// long-running watcher's runs must each plan from the journal as it is then).
+    pub fn fresh(&self) -> Journal {
+        Journal {
+            read: ReadOnce::default(),
+            ..self.clone()
+        }
+    }
+
     /// The table's name.
     pub fn table(&self) -> &str {
         &self.table

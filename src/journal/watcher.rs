@@ -40,6 +40,10 @@ pub struct Watcher {
     pub heard_at: Option<u64>,
     /// The AZ ID it is following (evacuated on AWS's autoshift, not yet recovered).
     pub following: Option<String>,
+    /// What it is doing now that keeps it from its queue ("evacuating use1-az2"), if anything.
+    pub acting: Option<String>,
+    /// How long its lease lasts, in seconds (0: an item written before this was kept).
+    pub lease: u64,
 }
 
 impl Watcher {
@@ -75,6 +79,12 @@ impl Watcher {
         if let Some(zone) = &self.following {
             item.insert("following".to_owned(), s(zone));
         }
+        if let Some(acting) = &self.acting {
+            item.insert("acting".to_owned(), s(acting));
+        }
+        if self.lease > 0 {
+            item.insert("lease".to_owned(), n(self.lease));
+        }
         item
     }
 
@@ -90,6 +100,8 @@ impl Watcher {
             expires_at: number("expires_at")?,
             heard_at: number("heard_at"),
             following: text("following"),
+            acting: text("acting"),
+            lease: number("lease").unwrap_or_default(),
         })
     }
 }
@@ -120,23 +132,27 @@ impl Journal {
     }
 
     /// Claim the lease for `me` (its `expires_at` is set here, `lease` from now): taken when there
-    /// is none, kept when it is already `me`'s, taken over when the holder's has lapsed (then
-    /// inheriting the zone it followed). Conditional on the item read, so that of two standbys
-    /// taking over at once exactly one wins.
+    /// is none, kept when it is already `me`'s, taken over when the holder's has lapsed. The zone
+    /// followed is the item's, never `me`'s: what a watcher remembers from a lease it lost may be
+    /// stale. Conditional on the item read, so that of two standbys taking over at once exactly one
+    /// wins.
     pub async fn claim_watch(&self, me: &Watcher, lease: Duration) -> Result<Claim> {
         let current = self.watcher(&me.region).await?;
-        let mut mine = me.clone();
-        mine.expires_at = epoch_seconds() + lease.as_secs();
+        let mut mine = Watcher {
+            expires_at: epoch_seconds() + lease.as_secs(),
+            lease: lease.as_secs(),
+            following: current.as_ref().and_then(|held| held.following.clone()),
+            acting: None,
+            ..me.clone()
+        };
         let put = self.client.put_item().table_name(&self.table);
         let put = match &current {
             None => put.condition_expression("attribute_not_exists(#pk)"),
-            Some(held) if held.holder == me.holder => {
-                mine.following = held.following.clone();
-                put.condition_expression("holder = :holder")
-                    .expression_attribute_values(":holder", s(&me.holder))
-            }
+            Some(held) if held.holder == me.holder => put
+                .condition_expression("holder = :holder")
+                .expression_attribute_values(":holder", s(&me.holder)),
             Some(held) if held.lapsed(lease) => {
-                mine.following = held.following.clone().or(mine.following);
+                mine.since = epoch_seconds();
                 put.condition_expression("holder = :old AND expires_at = :old_expires")
                     .expression_attribute_values(":old", s(&held.holder))
                     .expression_attribute_values(":old_expires", n(held.expires_at))
@@ -168,8 +184,11 @@ impl Journal {
     /// Renew `me`'s lease, `lease` from now, writing what it says (heard, following). `Ok(false)`:
     /// the lease is no longer `me`'s (it lapsed and was taken over, or was released).
     pub async fn renew_watch(&self, me: &Watcher, lease: Duration) -> Result<bool> {
-        let mut mine = me.clone();
-        mine.expires_at = epoch_seconds() + lease.as_secs();
+        let mine = Watcher {
+            expires_at: epoch_seconds() + lease.as_secs(),
+            lease: lease.as_secs(),
+            ..me.clone()
+        };
         let out = self
             .client
             .put_item()

@@ -83,6 +83,8 @@ struct WatcherState<'a> {
     heard_at: Option<String>,
     /// The AZ ID it follows (evacuated on AWS's autoshift, not yet recovered).
     following: Option<&'a str>,
+    /// What keeps it from its queue now ("evacuating use1-az2"), as of its last renewal.
+    acting: Option<&'a str>,
 }
 
 impl<'a> WatcherState<'a> {
@@ -95,6 +97,7 @@ impl<'a> WatcherState<'a> {
             lease_until: (!watcher.released()).then(|| rfc3339(watcher.expires_at)),
             heard_at: watcher.heard_at.map(rfc3339),
             following: watcher.following.as_deref(),
+            acting: watcher.acting.as_deref(),
         }
     }
 
@@ -114,9 +117,14 @@ impl<'a> WatcherState<'a> {
             .following
             .map(|zone| format!("; following {zone}"))
             .unwrap_or_default();
+        let acting = self
+            .acting
+            .filter(|_| self.active)
+            .map(|what| format!("; {what}"))
+            .unwrap_or_default();
         // Escaped before the line ends: clean() would show the newline itself as `\n`.
         let line = crate::text::clean(&format!(
-            "watcher: run {} ({}) {lease}{heard}{following}",
+            "watcher: run {} ({}) {lease}{heard}{following}{acting}",
             self.run_id, self.caller
         ));
         line + "\n"

@@ -5,9 +5,14 @@
 use crate::common;
 
 use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::time::Duration;
 
+use aws_sdk_cloudwatch::types::StateValue;
 use common::estate::{self, AsgSpec, Spec, VpcSpec};
-use common::proxy::{Faults, Proxy};
+use common::proxy::{Faults, Hold, Proxy};
+
+use crate::waves::{alarm, set};
 use common::{attr_list, attr_s, azevac_at, journal_items, live_groups, Moto, ZONE};
 
 /// The zone's name in moto's us-east-1.
@@ -175,5 +180,117 @@ async fn the_zone_is_paced_out_and_only_our_suspension_is_resumed() {
         ["AZRebalance"],
         "someone else's left alone"
     );
+    assert!(journal_items(&sdk).await.is_empty());
+}
+
+#[tokio::test]
+async fn issue_33_an_alarm_stops_a_paced_evacuation_between_batches_and_recover_puts_it_back() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    // Through the proxy: it speaks CloudWatch's CBOR protocol to moto.
+    let sdk = common::sdk_at(&proxy.endpoint).await;
+    // moto starts every instance in a group's first subnet: here, the zone being evacuated.
+    let spec = Spec {
+        vpcs: vec![VpcSpec {
+            name: "main".into(),
+            cidr: "10.71.0.0/16".into(),
+            zones: vec!["use1-az1".into(), "use1-az2".into(), "use1-az4".into()],
+        }],
+        auto_scaling_groups: vec![AsgSpec {
+            name: "paced".into(),
+            vpc: "main".into(),
+            zones: ["use1-az2", "use1-az1", "use1-az4"]
+                .iter()
+                .map(|z| z.to_string())
+                .collect(),
+            desired: 3,
+            tags: BTreeMap::new(),
+        }],
+        ..Spec::default()
+    };
+    estate::seed(&sdk, &spec).await;
+    alarm(&sdk, "checkout-5xx", StateValue::Ok).await;
+    let original = live_groups(&sdk).await;
+    let evacuate = |extra: &[&'static str]| {
+        let mut args: Vec<&'static str> = vec![
+            "evacuate",
+            "--az-id",
+            ZONE,
+            "--type",
+            "asg",
+            "--concurrency",
+            "1",
+            "--yes",
+        ];
+        args.extend_from_slice(extra);
+        args
+    };
+
+    // A gate on an alarm that is not there, or a gate without --pace: one line, exit 2, no change.
+    let missing = evacuate(&["--pace", "1", "--pace-alarm", "no-such-alarm"]);
+    let run = azevac_at(&proxy.endpoint, &missing, &[]).expect_code(2);
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+    assert!(run.stderr.contains("check --pace-alarm"), "{}", run.stderr);
+    let unpaced = evacuate(&["--pace-alarm", "checkout-5xx"]);
+    let run = azevac_at(&proxy.endpoint, &unpaced, &[]).expect_code(2);
+    assert!(run.stderr.contains("give --pace N too"), "{}", run.stderr);
+    assert_eq!(live_groups(&sdk).await, original);
+    assert!(journal_items(&sdk).await.is_empty());
+
+    // The alarm goes off while the second batch's termination is in flight: no third batch.
+    proxy.hold(Hold {
+        label: Some("autoscaling:TerminateInstanceInAutoScalingGroup".into()),
+        body_contains: String::new(),
+        nth: 2,
+    });
+    let gated = evacuate(&["--pace", "1", "--pace-alarm", "checkout-5xx"]);
+    let mut child = common::command(&proxy.endpoint, &gated, &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn azevac");
+    proxy
+        .wait_held(Some(&mut child), Duration::from_secs(60))
+        .expect("the second batch in flight");
+    set(&sdk, "checkout-5xx", StateValue::Alarm).await;
+    proxy.release();
+    let out = child.wait_with_output().expect("wait");
+    let said = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("pacing stopped by alarm checkout-5xx (ALARM"), "{said}");
+    let terminations = proxy
+        .calls()
+        .iter()
+        .filter(|c| *c == "autoscaling:TerminateInstanceInAutoScalingGroup")
+        .count();
+    assert_eq!(terminations, 2, "two batches, then the alarm");
+    let (instances, _) = group_state(&sdk, "paced").await;
+    assert_eq!(
+        instances
+            .iter()
+            .filter(|(az, s)| az == ZONE_NAME && s == "InService")
+            .count(),
+        1,
+        "the third instance stays in the zone: {instances:?}"
+    );
+    assert_eq!(
+        live_groups(&sdk).await["paced"].len(),
+        2,
+        "the subnets are out of the zone"
+    );
+    let records = journal_items(&sdk).await;
+    assert_eq!(records.len(), 1, "the change is journalled");
+    assert_eq!(
+        attr_list(&records[0], "actions"),
+        [
+            r#"{"suspend":{"process":"AZRebalance"}}"#,
+            r#"{"terminate":{"in_zone":3,"batch":1}}"#
+        ]
+    );
+
+    set(&sdk, "checkout-5xx", StateValue::Ok).await;
+    azevac_at(&proxy.endpoint, &["recover", "--yes"], &[]).expect_code(0);
+    assert_eq!(live_groups(&sdk).await, original);
+    assert!(group_state(&sdk, "paced").await.1.is_empty(), "AZRebalance resumed");
     assert!(journal_items(&sdk).await.is_empty());
 }

@@ -5,13 +5,13 @@
 
 use crate::common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use aws_sdk_cloudwatch::types::StateValue;
 use common::estate::{self, Spec};
-use common::proxy::Proxy;
+use common::proxy::{FailRule, Fault, Faults, Hold, Proxy};
 use common::{azevac_at, journal_items, live_groups, table_items, ZONE};
 
 use crate::waves::{alarm, spawn, until};
@@ -151,6 +151,39 @@ fn watch_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
+/// Wait until the watcher has taken its first look at ARC and gone on to its queue: an autoshift
+/// set after this is found through its event.
+async fn first_look_done(proxy: &Proxy) {
+    eventually("the watcher's first look at ARC is over", || async {
+        let calls = proxy.calls();
+        calls
+            .iter()
+            .position(|c| c.ends_with(":ListAutoshifts"))
+            .is_some_and(|at| calls[at..].iter().any(|c| c == "sqs:ReceiveMessage"))
+    })
+    .await;
+}
+
+/// A watcher with `args`, once it holds the lease and has had its first look at ARC.
+async fn watching(proxy: &Proxy, args: &[&str]) -> (std::process::Child, Receiver<String>) {
+    let (watcher, lines) = spawn(proxy, args);
+    said(&lines, "holds the lease");
+    first_look_done(proxy).await;
+    (watcher, lines)
+}
+
+/// AWS autoshifts traffic away from the zone, and says so with event `id`.
+async fn autoshift(proxy: &Proxy, sdk: &aws_config::SdkConfig, url: &str, id: &str) {
+    proxy.arc.lock().expect("arc").autoshift(ZONE);
+    send(sdk, url, &event(id, "Autoshift In Progress", ZONE)).await;
+}
+
+/// AWS's autoshift away from the zone ends, and the event `id` says so.
+async fn autoshift_ends(proxy: &Proxy, sdk: &aws_config::SdkConfig, url: &str, id: &str) {
+    proxy.arc.lock().expect("arc").end_autoshift(ZONE);
+    send(sdk, url, &event(id, "Autoshift Completed", ZONE)).await;
+}
+
 /// Lines until `text`, joined, for the assertions on what was said.
 fn said(lines: &Receiver<String>, text: &str) -> String {
     until(lines, text).join("\n")
@@ -161,12 +194,10 @@ async fn issue_33_the_watcher_follows_an_autoshift_out_and_back_in_waves_judging
     let (_moto, proxy, sdk, before, url) = watched_estate().await;
     alarm(&sdk, "checkout-5xx", StateValue::Ok).await;
     let args = watch_args(&url, &["--waves", "1,50%", "--bake", "1s", "--alarm", "checkout-5xx"]);
-    let (mut watcher, lines) = spawn(&proxy, &args);
-    said(&lines, "holds the lease");
+    let (mut watcher, lines) = watching(&proxy, &args).await;
 
     // AWS autoshifts traffic away from the zone: the event wakes the watcher, ARC's state decides.
-    proxy.arc.lock().expect("arc").autoshift(ZONE);
-    send(&sdk, &url, &event("e-1", "Autoshift In Progress", ZONE)).await;
+    autoshift(&proxy, &sdk, &url, "e-1").await;
     let following = said(&lines, "evacuating use1-az2");
     assert!(following.contains("autoshift away from use1-az2"), "{following}");
     eventually("the three groups are journalled", || async {
@@ -185,7 +216,11 @@ async fn issue_33_the_watcher_follows_an_autoshift_out_and_back_in_waves_judging
     .await;
 
     // A duplicate, a practice run, a message that is no event and one from another source: each
-    // judged once, none followed; the manual shift's event after them marks the end of the batch.
+    // judged once, none followed, none even a reason to read ARC again; the manual shift's event
+    // after them marks the end of the batch.
+    let looked = || proxy.calls().iter().filter(|c| c.ends_with(":ListAutoshifts")).count();
+    let looked_before = looked();
+    assert!(looked_before > 0, "the autoshift was read from ARC");
     send(&sdk, &url, &event("e-1", "Autoshift In Progress", ZONE)).await;
     send(&sdk, &url, &event("p-1", "Practice Run Started", "use1-az1")).await;
     send(&sdk, &url, "not json at all").await;
@@ -212,6 +247,7 @@ async fn issue_33_the_watcher_follows_an_autoshift_out_and_back_in_waves_judging
         0,
         "the duplicate does nothing: {judged}"
     );
+    assert_eq!(looked(), looked_before, "no message of the batch woke the watcher");
     eventually("every message is deleted", || async { left_in(&sdk, &url).await == 0 }).await;
     assert_eq!(journal_items(&sdk).await.len(), 3);
 
@@ -235,8 +271,7 @@ async fn issue_33_the_watcher_follows_an_autoshift_out_and_back_in_waves_judging
     );
 
     // The autoshift ends: the recovery runs in waves, behind the alarm.
-    proxy.arc.lock().expect("arc").end_autoshift(ZONE);
-    send(&sdk, &url, &event("e-2", "Autoshift Completed", ZONE)).await;
+    autoshift_ends(&proxy, &sdk, &url, "e-2").await;
     let back = said(&lines, "use1-az2 recovered: following no zone");
     assert!(back.contains("has ended: recovering use1-az2"), "{back}");
     assert!(back.contains("wave 1/"), "the recovery went in waves: {back}");
@@ -267,14 +302,12 @@ async fn issue_33_the_watcher_follows_an_autoshift_out_and_back_in_waves_judging
 #[tokio::test]
 async fn issue_33_a_standby_watcher_takes_over_only_once_the_first_ones_lease_lapses_and_recovers_what_it_followed() {
     let (_moto, proxy, sdk, before, url) = watched_estate().await;
-    let (mut first, first_lines) = spawn(&proxy, &watch_args(&url, &[]));
-    said(&first_lines, "holds the lease");
+    let (mut first, first_lines) = watching(&proxy, &watch_args(&url, &[])).await;
     let (mut second, second_lines) = spawn(&proxy, &watch_args(&url, &[]));
     said(&second_lines, "standing by: watcher");
 
     // The first follows an autoshift, then dies without a word (SIGKILL).
-    proxy.arc.lock().expect("arc").autoshift(ZONE);
-    send(&sdk, &url, &event("e-1", "Autoshift In Progress", ZONE)).await;
+    autoshift(&proxy, &sdk, &url, "e-1").await;
     said(&first_lines, "evacuating use1-az2");
     eventually("the three groups are journalled", || async {
         journal_items(&sdk).await.len() == 3
@@ -296,15 +329,16 @@ async fn issue_33_a_standby_watcher_takes_over_only_once_the_first_ones_lease_la
     // lease has run out, inherits the zone, and recovers it from ARC's state alone.
     proxy.arc.lock().expect("arc").end_autoshift(ZONE);
     let took = said(&second_lines, "took the lease over from watcher");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs();
-    assert!(
-        now > killed_at,
-        "taken over at {now}, before the lease ran out at {killed_at}"
-    );
     assert!(took.contains("following use1-az2"), "{took}");
+    // By the item's own clock: taken over only once the lease had run out, and a second past it
+    // (the standby's margin).
+    let taken = lease(&sdk).await.expect("lease");
+    let since = taken["since"].parse::<u64>().expect("since");
+    assert_ne!(taken["holder"], held["holder"]);
+    assert!(
+        since >= killed_at + 2,
+        "taken over at {since}, the killed holder's lease running out at {killed_at}"
+    );
     said(&second_lines, "use1-az2 recovered: following no zone");
     assert!(journal_items(&sdk).await.is_empty());
     let sorted = |groups: BTreeMap<String, Vec<String>>| common::sorted(&groups);
@@ -332,4 +366,197 @@ async fn issue_33_watch_refuses_a_queue_it_cannot_read_and_init_turns_the_observ
     assert!(proxy.arc.lock().expect("arc").observer);
     let again = azevac_at(&proxy.endpoint, &["init", "--autoshift-observer"], &[]).expect_code(0);
     assert!(again.stdout.contains("nothing to do"), "{}", again.stdout);
+}
+
+/// An update of an Auto Scaling group parked in the proxy: a change in flight.
+fn hold_an_update(proxy: &Proxy) {
+    proxy.hold(Hold {
+        label: Some("autoscaling:UpdateAutoScalingGroup".into()),
+        body_contains: String::new(),
+        nth: 1,
+    });
+}
+
+/// The groups out of the zone (one subnet left), by name.
+async fn evacuated_groups(sdk: &aws_config::SdkConfig) -> BTreeSet<String> {
+    live_groups(sdk)
+        .await
+        .into_iter()
+        .filter(|(_, subnets)| subnets.len() == 1)
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// The groups the journal holds records of, by name.
+async fn journalled_groups(sdk: &aws_config::SdkConfig) -> BTreeSet<String> {
+    journal_items(sdk)
+        .await
+        .iter()
+        .map(|item| common::attr_s(item, "resource"))
+        .map(|arn| arn.rsplit('/').next().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn issue_33_sigterm_mid_evacuation_forgets_nothing_and_the_next_watcher_finishes_the_zone() {
+    let (_moto, proxy, sdk, before, url) = watched_estate().await;
+    let (mut first, lines) = watching(&proxy, &watch_args(&url, &[])).await;
+
+    // SIGTERM while the evacuation has a change in flight.
+    hold_an_update(&proxy);
+    autoshift(&proxy, &sdk, &url, "e-1").await;
+    proxy
+        .wait_held(Some(&mut first), Duration::from_secs(60))
+        .expect("an update in flight");
+    // Busy, not deaf: status and doctor say what keeps the watcher from its queue.
+    eventually("status says the watcher is evacuating", || async {
+        let status = azevac_at(&proxy.endpoint, &["status"], &[]).expect_code(0);
+        status.stdout.contains("; evacuating use1-az2")
+    })
+    .await;
+    let doctor = azevac_at(&proxy.endpoint, &["doctor"], &[]);
+    assert!(
+        doctor.stdout.contains("acts, following use1-az2: evacuating use1-az2"),
+        "{}",
+        doctor.stdout
+    );
+    terminate(&first);
+    said(&lines, "interrupted: starting no more changes");
+    proxy.release();
+    said(&lines, "lease released");
+    assert_eq!(
+        first.wait().expect("wait").code(),
+        Some(143),
+        "the evacuation was interrupted"
+    );
+    let item = lease(&sdk).await.expect("lease");
+    assert_eq!(item["expires_at"], "0", "{item:?}");
+    assert_eq!(
+        item["following"], ZONE,
+        "the zone followed outlives the watcher: {item:?}"
+    );
+    let changed = evacuated_groups(&sdk).await;
+    assert!(!changed.is_empty(), "the change in flight landed");
+    assert!(
+        changed.is_subset(&journalled_groups(&sdk).await),
+        "every group changed is journalled: {changed:?}"
+    );
+    assert!(common::lock_items(&sdk).await.is_empty(), "every lock released");
+
+    // The next watcher inherits the zone, evacuates it whole, and recovers it once AWS is done.
+    let (second, lines) = spawn(&proxy, &watch_args(&url, &[]));
+    said(&lines, "holds the lease, following use1-az2");
+    eventually("every group is out of the zone", || async {
+        evacuated_groups(&sdk).await.len() == 3
+    })
+    .await;
+    autoshift_ends(&proxy, &sdk, &url, "e-2").await;
+    said(&lines, "use1-az2 recovered: following no zone");
+    assert!(journal_items(&sdk).await.is_empty());
+    let sorted = |groups: BTreeMap<String, Vec<String>>| common::sorted(&groups);
+    assert_eq!(sorted(live_groups(&sdk).await), sorted(before));
+    terminate(&second);
+}
+
+#[tokio::test]
+async fn issue_33_a_watcher_that_loses_its_lease_mid_recovery_stops_it_and_keeps_the_zone_followed() {
+    let (_moto, proxy, sdk, before, url) = watched_estate().await;
+    alarm(&sdk, "checkout-5xx", StateValue::Ok).await;
+    let args = watch_args(&url, &["--waves", "1,50%", "--bake", "1s", "--alarm", "checkout-5xx"]);
+    let (mut watcher, lines) = watching(&proxy, &args).await;
+    autoshift(&proxy, &sdk, &url, "e-1").await;
+    eventually("the zone is evacuated", || async {
+        evacuated_groups(&sdk).await.len() == 3 && common::lock_items(&sdk).await.is_empty()
+    })
+    .await;
+
+    // The first wave's change is in flight when the journal stops taking the lease's renewals.
+    hold_an_update(&proxy);
+    autoshift_ends(&proxy, &sdk, &url, "e-2").await;
+    proxy
+        .wait_held(Some(&mut watcher), Duration::from_secs(60))
+        .expect("the first wave's update in flight");
+    proxy.fail_too(
+        vec![FailRule {
+            label: "dynamodb:PutItem".into(),
+            body_contains: azevac::journal::WATCHER_PARTITION.into(),
+            fault: Fault::ServerError,
+        }],
+        Duration::ZERO,
+    );
+    said(&lines, "the run in flight starts nothing more");
+    proxy.release();
+    let stopped = said(&lines, "did not finish");
+    assert!(
+        stopped.contains("the watcher that holds the lease recovers use1-az2"),
+        "{}",
+        stopped
+    );
+    assert_eq!(
+        journalled_groups(&sdk).await.len(),
+        2,
+        "the later waves were not started"
+    );
+    assert_eq!(lease(&sdk).await.expect("lease")["following"], ZONE);
+
+    // The journal answers again: the watcher takes the lease back and finishes the recovery.
+    proxy.set(Faults::default());
+    said(&lines, "holds the lease, following use1-az2");
+    said(&lines, "use1-az2 recovered: following no zone");
+    assert!(journal_items(&sdk).await.is_empty());
+    let sorted = |groups: BTreeMap<String, Vec<String>>| common::sorted(&groups);
+    assert_eq!(sorted(live_groups(&sdk).await), sorted(before));
+    terminate(&watcher);
+    assert_eq!(watcher.wait().expect("wait").code(), Some(0));
+}
+
+#[tokio::test]
+async fn issue_33_a_dry_run_watcher_changes_nothing_and_leaves_the_queue_to_the_one_that_acts() {
+    let (_moto, proxy, sdk, before, url) = watched_estate().await;
+    let (mut watcher, lines) = spawn(&proxy, &watch_args(&url, &["--dry-run"]));
+    said(&lines, "changing nothing (--dry-run)");
+    autoshift(&proxy, &sdk, &url, "e-1").await;
+    said(&lines, "evacuating use1-az2");
+    // The manual shift's event is judged once the planned evacuation is over.
+    send(&sdk, &url, &event("m-1", "Manual Shift Started", ZONE)).await;
+    said(&lines, "m-1 (Manual Shift Started) is not an autoshift");
+    assert!(journal_items(&sdk).await.is_empty(), "nothing journalled");
+    assert_eq!(lease(&sdk).await, None, "a dry run takes no lease");
+    let sorted = |groups: BTreeMap<String, Vec<String>>| common::sorted(&groups);
+    assert_eq!(sorted(live_groups(&sdk).await), sorted(before));
+    assert_eq!(
+        left_in(&sdk, &url).await,
+        2,
+        "both messages left for the watcher that acts"
+    );
+    terminate(&watcher);
+    assert_eq!(watcher.wait().expect("wait").code(), Some(0));
+}
+
+#[tokio::test]
+async fn issue_33_the_watcher_follows_one_zone_twice_each_recovery_reading_the_journal_afresh() {
+    let (_moto, proxy, sdk, before, url) = watched_estate().await;
+    let (mut watcher, lines) = watching(&proxy, &watch_args(&url, &[])).await;
+    for (round, groups) in [(1, 3), (2, 4)] {
+        if round == 2 {
+            // A group made between the two autoshifts: the second recovery must see its record.
+            estate::add_group_like(&sdk, "web-1", "web-4").await;
+        }
+        autoshift(&proxy, &sdk, &url, &format!("s-{round}")).await;
+        said(&lines, "evacuating use1-az2");
+        eventually("the zone is evacuated", || async {
+            journalled_groups(&sdk).await.len() == groups && common::lock_items(&sdk).await.is_empty()
+        })
+        .await;
+        autoshift_ends(&proxy, &sdk, &url, &format!("c-{round}")).await;
+        said(&lines, "use1-az2 recovered: following no zone");
+        assert!(
+            journal_items(&sdk).await.is_empty(),
+            "round {round}: every record cleared"
+        );
+        assert!(evacuated_groups(&sdk).await.is_empty(), "round {round}");
+    }
+    assert_eq!(live_groups(&sdk).await.len(), before.len() + 1);
+    terminate(&watcher);
+    assert_eq!(watcher.wait().expect("wait").code(), Some(0));
 }

@@ -1,4 +1,5 @@
-//! The Auto Scaling kind's own flag: `--pace` (evacuate), and how long pacing may wait.
+//! The Auto Scaling kind's own flags: `--pace` (evacuate), the alarms that gate it, and how long
+//! pacing may wait.
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -16,6 +17,13 @@ struct Given {
     /// (at most --wait-timeout per group). `recover` resumes what azevac suspended.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pace: Option<u32>,
+    /// With --pace: before each batch every CloudWatch alarm named (repeatable) must be OK (the
+    /// batch waits); one in ALARM stops the pacing, the instances still in the zone left there.
+    #[arg(long, value_name = "NAME")]
+    pace_alarm: Vec<String>,
+    /// With --pace: gate each batch on every alarm whose name starts with PREFIX too (repeatable).
+    #[arg(long, value_name = "PREFIX")]
+    pace_alarm_prefix: Vec<String>,
 }
 
 /// The kind's options in a request (and a saved plan).
@@ -28,6 +36,12 @@ pub struct Options {
     /// `--wait-timeout`'s own value; now `--wait-timeout` is read where this is absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pace_timeout_seconds: Option<u64>,
+    /// `--pace-alarm`: the alarms each batch is gated on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pace_alarms: Vec<String>,
+    /// `--pace-alarm-prefix`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pace_alarm_prefixes: Vec<String>,
 }
 
 /// The registry's entry for these flags.
@@ -40,6 +54,8 @@ impl CommandFlags for Given {
         to_options(&Options {
             pace: self.pace,
             pace_timeout_seconds: None,
+            pace_alarms: self.pace_alarm,
+            pace_alarm_prefixes: self.pace_alarm_prefix,
         })
     }
 }
@@ -49,6 +65,22 @@ fn validate(request: &Request) -> Result<()> {
     if options.pace == Some(0) {
         return Err(crate::Error::BadInput(
             "pace must be at least 1 instance at a time".into(),
+        ));
+    }
+    let gated = !options.pace_alarms.is_empty() || !options.pace_alarm_prefixes.is_empty();
+    if gated && options.pace.is_none() {
+        return Err(crate::Error::BadInput(
+            "--pace-alarm and --pace-alarm-prefix gate --pace's batches: give --pace N too".into(),
+        ));
+    }
+    if options
+        .pace_alarms
+        .iter()
+        .chain(&options.pace_alarm_prefixes)
+        .any(|name| name.trim().is_empty())
+    {
+        return Err(crate::Error::BadInput(
+            "an empty --pace-alarm or --pace-alarm-prefix: name the alarm".into(),
         ));
     }
     wait_within("pace_timeout_seconds", options.pace_timeout_seconds)

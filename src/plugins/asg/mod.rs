@@ -129,11 +129,22 @@ pub struct AutoScaling {
 /// Registry constructor: Auto Scaling applies to every run.
 pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box<dyn Plugin>>>> {
     Box::pin(async move {
+        let options: flags::Options = setup.request.options_as()?;
+        // The alarms a batch waits for are the incident's, in the operator's own account (as
+        // recover's --alarm): a member account's role is not granted them.
+        let gated = !options.pace_alarms.is_empty() || !options.pace_alarm_prefixes.is_empty();
+        if gated && setup.account.is_some() {
+            return Err(Error::BadInput(
+                "--pace-alarm reads the operator's own account's alarms: pace other accounts' groups without it, \
+                 or run azevac in each account"
+                    .into(),
+            ));
+        }
         let service = AutoScaling {
             client: crate::client!(aws_sdk_autoscaling, &setup.sdk),
             sdk: setup.sdk.clone(),
             force: setup.request.force,
-            options: setup.request.options_as()?,
+            options,
         };
         Ok(Some(Subnets::journalling::<Action>(service, &setup.sdk)))
     })
@@ -242,6 +253,8 @@ impl SubnetService for AutoScaling {
             az_name: how.az_name.clone(),
             suspend,
             timeout_secs: self.options.pace_timeout_seconds.unwrap_or(how.timeout.as_secs()),
+            alarms: self.options.pace_alarms.clone(),
+            alarm_prefixes: self.options.pace_alarm_prefixes.clone(),
         });
         resource.set_detail(&detail);
         let mut actions = Vec::new();
@@ -274,6 +287,13 @@ impl SubnetService for AutoScaling {
 
     async fn review(&self, plan: &mut Plan, scope: &Scope<'_>) -> Result<()> {
         if scope.command == crate::model::Command::Evacuate {
+            // A gate on an alarm that is not there would let every batch through: bad input, before
+            // any change (the alarms are read where the groups are).
+            let alarms =
+                crate::alarms::Alarms::new(&self.sdk, &self.options.pace_alarms, &self.options.pace_alarm_prefixes);
+            if let Some(alarms) = alarms {
+                alarms.check_as("--pace-alarm", "--pace-alarm-prefix").await?;
+            }
             self.guard_cross_zone(plan, scope.az_id()).await?;
         }
         Ok(())

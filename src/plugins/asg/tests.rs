@@ -126,6 +126,8 @@ async fn issue_13_pacing_terminates_each_instance_once_and_waits() {
         az_name: "us-east-1c".into(),
         suspend: false,
         timeout_secs: 1,
+        alarms: Vec::new(),
+        alarm_prefixes: Vec::new(),
     };
     // Bounded, so that the old behaviour (terminating for ever) fails instead of hanging.
     let err = tokio::time::timeout(Duration::from_secs(60), asg.pace_out("web", &pace))

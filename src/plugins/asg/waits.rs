@@ -26,6 +26,20 @@ pub(super) struct Pace {
     pub(super) suspend: bool,
     /// How long to wait for replacements in all, in seconds.
     pub(super) timeout_secs: u64,
+    /// `--pace-alarm`: every one must be OK before each batch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) alarms: Vec<String>,
+    /// `--pace-alarm-prefix`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) alarm_prefixes: Vec<String>,
+}
+
+/// Why the next batch has not gone yet.
+enum NextBatch {
+    /// The last batch's replacements are not InService yet.
+    Replacements,
+    /// An alarm it is gated on is not OK (INSUFFICIENT_DATA): this one.
+    Alarm(String),
 }
 
 impl AutoScaling {
@@ -86,25 +100,38 @@ impl AutoScaling {
         // InService for a while. Remembering what this run terminated keeps it from being
         // terminated again or counted as serving, which would let the next batch go at once.
         let terminated: Mutex<BTreeSet<String>> = Mutex::default();
+        let alarms = crate::alarms::Alarms::new(&self.sdk, &pace.alarms, &pace.alarm_prefixes);
         let timeout = Duration::from_secs(pace.timeout_secs);
-        let paced = wait::until(timeout, POLL, |_| self.pace_batch(name, pace, &terminated)).await?;
-        paced.map_err(|staying| Error::NotSettled {
+        let paced = wait::until(timeout, POLL, |_| {
+            self.pace_batch(name, pace, &terminated, alarms.as_ref())
+        })
+        .await?;
+        paced.map_err(|(staying, held)| Error::NotSettled {
             resource: name.to_owned(),
-            why: format!(
-                "replacements not InService within {}s; {staying} instance(s) still in {} (subnets already removed)",
-                pace.timeout_secs, pace.az_name
-            ),
+            why: match held {
+                NextBatch::Replacements => format!(
+                    "replacements not InService within {}s; {staying} instance(s) still in {} (subnets already removed)",
+                    pace.timeout_secs, pace.az_name
+                ),
+                NextBatch::Alarm(alarm) => format!(
+                    "alarm {alarm} not OK within {}s; {staying} instance(s) still in {} (subnets already removed)",
+                    pace.timeout_secs, pace.az_name
+                ),
+            },
         })
     }
 
     /// One look at a paced group: done when no instance stays in the zone; otherwise the next
-    /// batch is terminated if the group's capacity is whole, and the count still in the zone told.
+    /// batch is terminated if the group's capacity is whole and every alarm it is gated on is OK,
+    /// and the count still in the zone told. An alarm in ALARM (or gone) stops the pacing: what
+    /// is still in the zone stays there.
     async fn pace_batch(
         &self,
         name: &str,
         pace: &Pace,
         terminated: &Mutex<BTreeSet<String>>,
-    ) -> Result<Poll<(), usize>> {
+        alarms: Option<&crate::alarms::Alarms>,
+    ) -> Result<Poll<(), (usize, NextBatch)>> {
         let group = self.group(name).await?;
         let members = members(&group);
         let (in_zone, elsewhere): (Vec<&Member>, Vec<&Member>) = members.iter().partition(|m| m.az == pace.az_name);
@@ -120,26 +147,49 @@ impl AutoScaling {
         }
         let serving = elsewhere.iter().filter(|m| m.state == "InService").count() + staying.len();
         let whole = serving >= usize::try_from(group.desired_capacity().unwrap_or(0)).unwrap_or(0);
-        if whole {
-            for member in staying.iter().take(pace.batch as usize) {
-                self.client
-                    .terminate_instance_in_auto_scaling_group()
-                    .instance_id(&member.id)
-                    .should_decrement_desired_capacity(false)
-                    .send()
-                    .await
-                    .map_err(|e| Error::from_sdk("autoscaling:TerminateInstanceInAutoScalingGroup", e))?;
-                lock(terminated).insert(member.id.clone());
-            }
-            // Replacements take minutes to launch: the next look comes a poll later.
-            tracing::info!(group = name, left = staying.len(), "paced a batch out of the zone");
-        } else {
+        if !whole {
             crate::say!(
                 "azevac: {}: waiting for replacements to be InService before the next batch",
                 crate::text::clean(name)
             );
+            return Ok(Poll::Pending((staying.len(), NextBatch::Replacements)));
         }
-        Ok(Poll::Pending(staying.len()))
+        if let Some(alarms) = alarms {
+            let readings = alarms.read().await?;
+            if let Some(firing) = crate::alarms::firing(&readings).first() {
+                return Err(Error::NotSettled {
+                    resource: name.to_owned(),
+                    why: format!(
+                        "pacing stopped by alarm {}: {} instance(s) left in {} (its subnets are already out of the \
+                         zone; nothing more is terminated)",
+                        crate::alarms::describe(firing),
+                        staying.len(),
+                        pace.az_name
+                    ),
+                });
+            }
+            if let Some(holding) = crate::alarms::holding(&readings).first() {
+                let alarm = crate::alarms::describe(holding);
+                crate::say!(
+                    "azevac: {}: waiting for alarm {alarm} to be OK before the next batch",
+                    crate::text::clean(name)
+                );
+                return Ok(Poll::Pending((staying.len(), NextBatch::Alarm(alarm))));
+            }
+        }
+        for member in staying.iter().take(pace.batch as usize) {
+            self.client
+                .terminate_instance_in_auto_scaling_group()
+                .instance_id(&member.id)
+                .should_decrement_desired_capacity(false)
+                .send()
+                .await
+                .map_err(|e| Error::from_sdk("autoscaling:TerminateInstanceInAutoScalingGroup", e))?;
+            lock(terminated).insert(member.id.clone());
+        }
+        // Replacements take minutes to launch: the next look comes a poll later.
+        tracing::info!(group = name, left = staying.len(), "paced a batch out of the zone");
+        Ok(Poll::Pending((staying.len(), NextBatch::Replacements)))
     }
 }
 

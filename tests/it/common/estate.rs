@@ -779,3 +779,18 @@ async fn create_group(autoscaling: &aws_sdk_autoscaling::Client, group: &AsgSpec
         .await
         .unwrap_or_else(|e| panic!("CreateAutoScalingGroup {}: {e:?}", group.name));
 }
+
+/// Another empty Auto Scaling group `name` in the subnets `like` has now (a group made between
+/// two runs).
+pub async fn add_group_like(sdk: &SdkConfig, like: &str, name: &str) {
+    let autoscaling = aws_sdk_autoscaling::Client::new(sdk);
+    let subnets = super::live_groups(sdk).await.remove(like).expect("the group to copy");
+    let group = AsgSpec {
+        name: name.into(),
+        vpc: "main".into(),
+        zones: Vec::new(),
+        desired: 0,
+        tags: BTreeMap::new(),
+    };
+    create_group(&autoscaling, &group, &subnets).await;
+}
