@@ -457,6 +457,7 @@ impl Evacuate {
             force: self.force,
             wait_timeout_seconds: Some(self.wait.wait_timeout.as_secs()),
             fleet: self.accounts.fleet(),
+            waves: None,
             options: self.options.clone(),
         }
     }
@@ -471,6 +472,7 @@ impl Recover {
             forget_missing: self.forget_missing,
             wait_timeout_seconds: Some(self.wait.wait_timeout.as_secs()),
             fleet: self.accounts.fleet(),
+            waves: self.waves.request(),
             options: self.options.clone(),
             ..Request::default()
         }
@@ -658,13 +660,22 @@ pub struct Waves {
     pub last_tags: Vec<(String, String)>,
 }
 
-/// What a recovery in waves does when an alarm stops it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OnAlarm {
-    /// Stop: the waves not started stay journalled, for a later recover.
-    Stop,
-    /// Stop, and take the last wave back out of the zone.
-    Evacuate,
+pub use crate::model::OnAlarm;
+
+impl Waves {
+    /// The waves as a plan keeps them (`None` without `--waves`).
+    pub fn request(&self) -> Option<crate::model::WavesRequest> {
+        let pairs = |tags: &[(String, String)]| tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        self.waves.as_ref().map(|waves| crate::model::WavesRequest {
+            steps: waves.to_string(),
+            bake_seconds: self.bake.as_secs(),
+            alarms: self.alarms.clone(),
+            alarm_prefixes: self.alarm_prefixes.clone(),
+            on_alarm: self.on_alarm,
+            first_tags: pairs(&self.first_tags),
+            last_tags: pairs(&self.last_tags),
+        })
+    }
 }
 
 /// `--waves`: see [`crate::waves::Waves`].
@@ -672,8 +683,9 @@ fn parse_waves(text: &str) -> Result<crate::waves::Waves, String> {
     text.parse()
 }
 
-/// `--alarm`, `--alarm-prefix`: CloudWatch's alarm names are 1 to 255 characters, printable.
-fn parse_alarm_name(text: &str) -> Result<String, String> {
+/// `--alarm`, `--alarm-prefix` (and a kind's alarms): CloudWatch's alarm names are 1 to 255
+/// characters, printable.
+pub fn parse_alarm_name(text: &str) -> Result<String, String> {
     if text.is_empty() || text.chars().count() > 255 || text.chars().any(char::is_control) {
         return Err("an alarm name is 1 to 255 printable characters (e.g. --alarm checkout-p99-latency)".into());
     }
@@ -885,7 +897,7 @@ pub struct Doctor {
     pub accounts: Accounts,
 }
 
-fn parse_tag(text: &str) -> Result<(String, String), String> {
+pub fn parse_tag(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
         _ => Err(format!("expected KEY=VALUE (e.g. --tag team=payments), got {text:?}")),

@@ -51,6 +51,17 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
     }
     // Every check the flags would have made, before the file's settings drive anything.
     crate::engine::validate(request)?;
+    if saved.plan.command == Command::Evacuate && request.waves.is_some() {
+        return Err(Error::BadInput(format!(
+            "{shown}: an evacuation plan with waves (waves are recover's); make it again"
+        )));
+    }
+    // A plan saved with --waves goes in the same waves, behind the same alarms, each wave waiting
+    // for them as long as the recover that made it would have.
+    let wait_timeout = request
+        .wait_timeout_seconds
+        .map_or(args.wait.wait_timeout, std::time::Duration::from_secs);
+    let gates = super::waves::Gates::of(ctx, request, wait_timeout, args.kubeconfig.clone())?;
     let given = args.role.fleet();
     crate::accounts::validate_role(&given)?;
     let other_role = if assumes_roles(&saved.plan) {
@@ -82,11 +93,22 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
             return Ok(EXIT_OK);
         }
     }
+    if let Some(gates) = &gates {
+        gates.check().await?;
+    }
     let live = ctx
         .prepare(saved.plan.command, az_id, request, args.kubeconfig.clone())
         .await?;
     matches_live(&saved.plan, &live.plan, &shown)?;
-    ctx.carry_out_notifying(live, args.yes, &args.wait, &args.notify.topics)
+    if let Some(gates) = &gates {
+        super::waves::Cut::of(&live, gates).say(gates);
+    }
+    // A wave bakes once its capacity is in service (as recover --waves implies --wait).
+    let wait = cli::Wait {
+        wait: args.wait.wait || gates.is_some(),
+        wait_timeout: args.wait.wait_timeout,
+    };
+    ctx.carry_out_gated(live, args.yes, &wait, &args.notify.topics, gates.as_ref())
         .await
 }
 
@@ -155,6 +177,37 @@ fn settings(plan: &Plan, region: &str) -> Vec<(String, String)> {
         out.push((
             "external ID",
             fleet.external_id.clone().unwrap_or_else(|| "none".into()),
+        ));
+    }
+    if let Some(waves) = &request.waves {
+        let gated = waves
+            .alarms
+            .iter()
+            .cloned()
+            .chain(waves.alarm_prefixes.iter().map(|p| format!("{p}*")))
+            .collect::<Vec<_>>();
+        out.push((
+            "waves",
+            format!(
+                "{}, each baking {}, gated on {}, on alarm {}{}{}",
+                waves.steps,
+                humantime::format_duration(std::time::Duration::from_secs(waves.bake_seconds)),
+                list(&gated, "no alarm"),
+                match waves.on_alarm {
+                    crate::model::OnAlarm::Stop => "stop",
+                    crate::model::OnAlarm::Evacuate => "evacuate the last wave again",
+                },
+                if waves.first_tags.is_empty() {
+                    String::new()
+                } else {
+                    format!(", first {}", waves.first_tags.join(", "))
+                },
+                if waves.last_tags.is_empty() {
+                    String::new()
+                } else {
+                    format!(", last {}", waves.last_tags.join(", "))
+                },
+            ),
         ));
     }
     let mut out: Vec<(String, String)> = out.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();

@@ -11,7 +11,7 @@ use crate::Result;
 /// Run `azevac recover`; returns the exit code.
 pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
     let request = args.request();
-    let gates = Gates::of(ctx, args);
+    let gates = Gates::of(ctx, &request, args.wait.wait_timeout, args.kube.kubeconfig.clone())?;
     // Alarms that are not there are bad input: said before anything is planned.
     if let Some(gates) = &gates {
         gates.check().await?;

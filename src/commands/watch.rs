@@ -44,7 +44,14 @@ pub async fn run(ctx: &Context, args: &cli::Watch) -> Result<i32> {
     if !args.dry_run {
         ctx.journal.require().await?;
     }
-    if let Some(gates) = super::waves::Gates::of(ctx, &args.recover(None)) {
+    let recovery = args.recover(None);
+    let gates = super::waves::Gates::of(
+        ctx,
+        &recovery.request(),
+        recovery.wait.wait_timeout,
+        recovery.kube.kubeconfig.clone(),
+    )?;
+    if let Some(gates) = gates {
         gates.check().await?;
     }
     let caller = match ctx.identity().await {

@@ -21,7 +21,7 @@ use crate::model::{Command, Item, Plan, Request, Status};
 use crate::notify::Notifier;
 use crate::plugins::Stage;
 use crate::waves::{Mark, Unit};
-use crate::Result;
+use crate::{Error, Result};
 
 /// How often the alarms are read while a wave waits for them or bakes (and once more at the end of
 /// each bake): CloudWatch evaluates a metric alarm once a period, a minute at the shortest for most.
@@ -42,19 +42,31 @@ pub struct Gates {
 }
 
 impl Gates {
-    /// The gates `recover` was given (`None` without `--waves`).
-    pub fn of(ctx: &Context, args: &cli::Recover) -> Option<Gates> {
-        let waves = args.waves.waves.clone()?;
-        Some(Gates {
-            waves,
-            bake: args.waves.bake,
-            alarms: Alarms::new(&ctx.sdk, &args.waves.alarms, &args.waves.alarm_prefixes),
-            on_alarm: args.waves.on_alarm,
-            wait_timeout: args.wait.wait_timeout,
-            first: args.waves.first_tags.clone(),
-            last: args.waves.last_tags.clone(),
-            kubeconfig: args.kube.kubeconfig.clone(),
-        })
+    /// The gates of a recovery's request (`None` without `--waves`): `recover`'s flags, or a saved
+    /// plan's. Each wave waits for its alarms up to `wait_timeout`.
+    pub fn of(
+        ctx: &Context,
+        request: &Request,
+        wait_timeout: Duration,
+        kubeconfig: Option<std::path::PathBuf>,
+    ) -> Result<Option<Gates>> {
+        let Some(asked) = &request.waves else {
+            return Ok(None);
+        };
+        let bad = |why: String| Error::BadInput(format!("the waves: {why}"));
+        let tags = |tags: &[String]| -> Result<Vec<(String, String)>> {
+            tags.iter().map(|tag| cli::parse_tag(tag).map_err(bad)).collect()
+        };
+        Ok(Some(Gates {
+            waves: asked.steps.parse().map_err(bad)?,
+            bake: Duration::from_secs(asked.bake_seconds),
+            alarms: Alarms::new(&ctx.sdk, &asked.alarms, &asked.alarm_prefixes),
+            on_alarm: asked.on_alarm,
+            wait_timeout,
+            first: tags(&asked.first_tags)?,
+            last: tags(&asked.last_tags)?,
+            kubeconfig,
+        }))
     }
 
     /// Check the alarms before anything is planned or changed: each named one exists, each prefix

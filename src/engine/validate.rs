@@ -37,5 +37,22 @@ pub fn validate(request: &Request) -> Result<()> {
     if let Some(bad) = request.tags.iter().find(|t| !t.contains('=') || t.starts_with('=')) {
         return Err(Error::BadInput(format!("tag filter {bad:?} is not KEY=VALUE")));
     }
+    if let Some(waves) = &request.waves {
+        validate_waves(waves)?;
+    }
+    Ok(())
+}
+
+/// A saved plan's waves, held to what `--waves` and its flags accept: the file may have been edited.
+fn validate_waves(waves: &crate::model::WavesRequest) -> Result<()> {
+    let bad = |what: String| Error::BadInput(format!("the plan's waves: {what}; make the plan again"));
+    waves.steps.parse::<crate::waves::Waves>().map_err(bad)?;
+    crate::plugins::wait_within("waves.bake_seconds", Some(waves.bake_seconds))?;
+    for name in waves.alarms.iter().chain(&waves.alarm_prefixes) {
+        crate::cli::parse_alarm_name(name).map_err(bad)?;
+    }
+    for tag in waves.first_tags.iter().chain(&waves.last_tags) {
+        crate::cli::parse_tag(tag).map_err(bad)?;
+    }
     Ok(())
 }

@@ -348,10 +348,48 @@ pub struct Request {
     // accounts its records name, with this role (and `apply` compares it with the command line's).
     #[serde(default, skip_serializing_if = "Fleet::is_unset")]
     pub fleet: Fleet,
+    /// `recover --waves` and its gates: a saved plan keeps them, and `apply` carries it out in the
+    /// same waves behind the same alarms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waves: Option<WavesRequest>,
     /// Each kind's own options (`--pace`, `--failback`...), by the JSON key the kind declares: kept
     /// beside the others in a saved plan, read by the kind ([`Request::options_as`]).
     #[serde(flatten)]
     pub options: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A recovery in waves, as asked (`--waves`, `--bake`, `--alarm`, `--alarm-prefix`, `--on-alarm`,
+/// `--first-tag`, `--last-tag`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WavesRequest {
+    /// `--waves`, counted from the start (e.g. `1,10%,50%,100%`).
+    pub steps: String,
+    /// `--bake`, in seconds.
+    pub bake_seconds: u64,
+    /// `--alarm`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alarms: Vec<String>,
+    /// `--alarm-prefix`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alarm_prefixes: Vec<String>,
+    /// `--on-alarm`.
+    pub on_alarm: OnAlarm,
+    /// `--first-tag`, as `KEY=VALUE`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_tags: Vec<String>,
+    /// `--last-tag`, as `KEY=VALUE`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_tags: Vec<String>,
+}
+
+/// What a recovery in waves does when an alarm stops it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum OnAlarm {
+    /// Stop: the waves not started stay journalled, for a later recover.
+    Stop,
+    /// Stop, and take the last wave back out of the zone.
+    Evacuate,
 }
 
 /// The accounts a run fans out to (`--accounts`, `--ou`, `--exclude-account`) and the role it

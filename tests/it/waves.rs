@@ -566,3 +566,74 @@ async fn issue_33_on_alarm_evacuate_across_accounts_goes_back_out_in_each_accoun
     );
     assert!(common::lock_items(&operator).await.is_empty());
 }
+
+#[tokio::test]
+async fn issue_33_a_plan_saved_with_waves_is_applied_in_the_same_waves_behind_the_same_alarm() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk_at(&proxy.endpoint).await;
+    let before = evacuated(&proxy, &sdk).await;
+    alarm(&sdk, "checkout-5xx", StateValue::Ok).await;
+    let saved = azevac_at(
+        &proxy.endpoint,
+        &[
+            "recover",
+            "--az-id",
+            ZONE,
+            "--waves",
+            "1,50%",
+            "--bake",
+            "1s",
+            "--alarm",
+            "checkout-5xx",
+            "--dry-run",
+            "--output",
+            "json",
+        ],
+        &[],
+    )
+    .expect_code(0);
+    let plan = saved.json();
+    assert_eq!(plan["request"]["waves"]["steps"], "1,50%,100%", "{plan:#}");
+    assert_eq!(plan["request"]["waves"]["alarms"][0], "checkout-5xx");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, plan: &serde_json::Value| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, plan.to_string()).expect("write plan");
+        path.to_str().expect("utf-8").to_owned()
+    };
+
+    // An edited plan's waves are held to what --waves accepts: one line, exit 2, nothing changed.
+    let mut edited = plan.clone();
+    edited["request"]["waves"]["steps"] = "0,50%".into();
+    let refused = azevac_at(
+        &proxy.endpoint,
+        &["apply", &write("edited.json", &edited), "--yes"],
+        &[],
+    )
+    .expect_code(2);
+    assert!(
+        refused.stderr.contains("the plan's waves: wave `0`"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(journal_items(&sdk).await.len(), 8);
+
+    proxy.set(common::proxy::Faults::default());
+    let applied = azevac_at(&proxy.endpoint, &["apply", &write("plan.json", &plan), "--yes"], &[]).expect_code(0);
+    assert!(
+        applied
+            .stderr
+            .contains("waves: 1,50%,100%, each baking 1s, gated on checkout-5xx, on alarm stop"),
+        "the settings shown name the waves: {}",
+        applied.stderr
+    );
+    assert!(applied.stderr.contains("wave 1/3: 1 resource(s)"), "{}", applied.stderr);
+    assert!(applied.stderr.contains("wave 3/3"), "{}", applied.stderr);
+    assert!(
+        proxy.calls().iter().any(|c| c == "monitoring:DescribeAlarms"),
+        "the alarm gated the applied waves"
+    );
+    assert!(journal_items(&sdk).await.is_empty(), "every record cleared");
+    assert_eq!(back(&before, &live_groups(&sdk).await).len(), 6);
+}
