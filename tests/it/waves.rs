@@ -74,6 +74,17 @@ async fn evacuated(proxy: &Proxy, sdk: &aws_config::SdkConfig) -> BTreeMap<Strin
     before
 }
 
+/// The estate evacuated from use1-az2 through a proxy, and the alarm `checkout-5xx` OK: where a
+/// recovery in waves starts from. Returns the live groups before the evacuation too.
+async fn evacuated_behind_an_ok_alarm() -> (Moto, Proxy, aws_config::SdkConfig, BTreeMap<String, Vec<String>>) {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk_at(&proxy.endpoint).await;
+    let before = evacuated(&proxy, &sdk).await;
+    alarm(&sdk, "checkout-5xx", StateValue::Ok).await;
+    (moto, proxy, sdk, before)
+}
+
 /// The groups whose subnets are back as they were.
 fn back(before: &BTreeMap<String, Vec<String>>, now: &BTreeMap<String, Vec<String>>) -> Vec<String> {
     let sorted = |v: &Vec<String>| {
@@ -90,11 +101,7 @@ fn back(before: &BTreeMap<String, Vec<String>>, now: &BTreeMap<String, Vec<Strin
 
 #[tokio::test]
 async fn issue_33_a_recovery_in_waves_puts_everything_back_a_wave_at_a_time_behind_the_alarm() {
-    let moto = Moto::start();
-    let proxy = Proxy::start(&moto.endpoint);
-    let sdk = common::sdk_at(&proxy.endpoint).await;
-    let before = evacuated(&proxy, &sdk).await;
-    alarm(&sdk, "checkout-5xx", StateValue::Ok).await;
+    let (_moto, proxy, sdk, before) = evacuated_behind_an_ok_alarm().await;
     let args = [
         "recover",
         "--az-id",
@@ -283,11 +290,7 @@ fn groups(names: &[&Vec<String>]) -> Vec<String> {
 /// its resources stay out of the zone, and the run says which alarm and exits 1. With
 /// `--on-alarm evacuate`, the second wave goes back out of the zone too, journalled again.
 async fn stopped_in_the_second_bake(on_alarm: &str) -> Stopped {
-    let moto = Moto::start();
-    let proxy = Proxy::start(&moto.endpoint);
-    let sdk = common::sdk_at(&proxy.endpoint).await;
-    let before = evacuated(&proxy, &sdk).await;
-    alarm(&sdk, "checkout-5xx", StateValue::Ok).await;
+    let (_moto, proxy, sdk, before) = evacuated_behind_an_ok_alarm().await;
     let (code, seen) = recover_until(&proxy, "1,4", "3s", on_alarm, "wave 2/3 done", Then::Alarm(&sdk)).await;
     let stderr = seen.join(
         "
@@ -418,11 +421,7 @@ async fn issue_33_a_wave_waits_for_its_alarms_and_an_unknown_alarm_is_refused() 
 /// an interrupted one does, without waiting out the bake.
 #[tokio::test]
 async fn issue_33_ctrl_c_during_a_bake_stops_before_the_next_wave_and_is_no_alarm() {
-    let moto = Moto::start();
-    let proxy = Proxy::start(&moto.endpoint);
-    let sdk = common::sdk_at(&proxy.endpoint).await;
-    let before = evacuated(&proxy, &sdk).await;
-    alarm(&sdk, "checkout-5xx", StateValue::Ok).await;
+    let (_moto, proxy, sdk, before) = evacuated_behind_an_ok_alarm().await;
     let started = std::time::Instant::now();
     let (code, seen) = recover_until(&proxy, "1,4", "10m", "evacuate", "wave 1/3 done", Then::Interrupt).await;
     let stderr = seen.join(
@@ -569,11 +568,7 @@ async fn issue_33_on_alarm_evacuate_across_accounts_goes_back_out_in_each_accoun
 
 #[tokio::test]
 async fn issue_33_a_plan_saved_with_waves_is_applied_in_the_same_waves_behind_the_same_alarm() {
-    let moto = Moto::start();
-    let proxy = Proxy::start(&moto.endpoint);
-    let sdk = common::sdk_at(&proxy.endpoint).await;
-    let before = evacuated(&proxy, &sdk).await;
-    alarm(&sdk, "checkout-5xx", StateValue::Ok).await;
+    let (_moto, proxy, sdk, before) = evacuated_behind_an_ok_alarm().await;
     let saved = azevac_at(
         &proxy.endpoint,
         &[
