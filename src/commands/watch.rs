@@ -54,6 +54,7 @@ pub async fn run(ctx: &Context, args: &cli::Watch) -> Result<i32> {
     if let Some(gates) = gates {
         gates.check().await?;
     }
+    rehearse(ctx, args).await?;
     let caller = match ctx.identity().await {
         Ok((arn, _)) => arn.clone(),
         Err(_) => "unknown".to_owned(),
@@ -95,6 +96,38 @@ pub async fn run(ctx: &Context, args: &cli::Watch) -> Result<i32> {
     };
     watch.run().await;
     Ok(watch.code)
+}
+
+/// Plan the evacuation the watcher would run, against the region's first zone, changing nothing:
+/// whatever a kind refuses in it (a flag it cannot carry out, an alarm `--pace-alarm` names that is
+/// not there) is one line and exit 2 now, not when AWS moves traffic away. A plan that fails for
+/// any other reason (a throttled service) is a warning: the watcher starts.
+async fn rehearse(ctx: &Context, args: &cli::Watch) -> Result<()> {
+    let ec2 = crate::client!(aws_sdk_ec2, &ctx.sdk);
+    let zones = crate::topology::Zones::load(&ec2, &ctx.region).await?;
+    let Some(zone) = zones.all().first() else {
+        return Ok(());
+    };
+    let evacuation = args.evacuate(&zone.id, "azevac watch: the plan checked at start".into());
+    let planned = ctx
+        .prepare(
+            crate::model::Command::Evacuate,
+            Some(&zone.id),
+            &evacuation.request(),
+            args.kube.kubeconfig.clone(),
+        )
+        .await;
+    match planned {
+        Ok(_) => Ok(()),
+        Err(e) if e.exit_code() == super::EXIT_BAD_INPUT => Err(e),
+        Err(e) => {
+            crate::say!(
+                "azevac: warning: watch: the evacuation could not be planned at start: {}",
+                crate::report::clean(&super::describe(&e))
+            );
+            Ok(())
+        }
+    }
 }
 
 /// Why a run the watcher carries out stops when its lease is lost.
@@ -454,20 +487,39 @@ impl Watch<'_> {
         if self.args.dry_run {
             return None;
         }
-        let types: Vec<&str> = self.args.types.iter().map(String::as_str).collect();
-        match self
+        let every = crate::plugins::types();
+        let read = self
             .ctx
             .journal
             .fresh()
-            .records_of_every_account(&types, Some(zone))
-            .await
-        {
-            Ok((by_type, _)) => {
-                let left: usize = by_type.values().map(Vec::len).sum();
-                (left > 0).then(|| format!("{left} records of {zone} left in the journal"))
-            }
-            Err(e) => Some(format!("the journal could not be read: {}", super::describe(&e))),
+            .records_of_every_account(&every, Some(zone))
+            .await;
+        let (by_type, unreadable) = match read {
+            Ok(read) => read,
+            Err(e) => return Some(format!("the journal could not be read: {}", super::describe(&e))),
+        };
+        let count = |mine: bool| -> usize {
+            by_type
+                .iter()
+                .filter(|(kind, _)| self.args.types.contains(kind) == mine)
+                .map(|(_, records)| records.len())
+                .sum()
+        };
+        // A record that cannot be read may be one of this watcher's: the zone stays followed.
+        let left = count(true) + unreadable.len();
+        if left > 0 {
+            return Some(format!("{left} records of {zone} left in the journal"));
         }
+        let others = count(false);
+        if others > 0 {
+            // Another party's (an operator's, or a watcher of more types): not this watcher's to
+            // recover, and not forgotten either: status lists them.
+            crate::say!(
+                "azevac: watch: {others} records of {zone} of types this watcher does not follow stay in the \
+                 journal: `azevac recover --az-id {zone}` puts them back"
+            );
+        }
+        None
     }
 
     /// Extend azevac's zonal shifts (the caller's own account's) that end within the hour, zone by
@@ -530,7 +582,10 @@ impl Watch<'_> {
                 wait: false,
                 wait_timeout: Duration::ZERO,
             };
-            match super::shift::extend(&ctx, &zone, &extend.request(), &extend.confirm, &no_wait).await {
+            self.acting(Some(format!("extending azevac's zonal shifts away from {zone}")));
+            let extended = super::shift::extend(&ctx, &zone, &extend.request(), &extend.confirm, &no_wait).await;
+            self.acting(None);
+            match extended {
                 Ok(code) => self.note_interrupted(code),
                 Err(e) => crate::say!(
                     "azevac: warning: watch: could not extend azevac's zonal shifts away from {zone}: {}",
@@ -571,8 +626,14 @@ impl Watch<'_> {
         run
     }
 
-    /// Say in the lease item what keeps the watcher from its queue (`None`: nothing now).
+    /// Say in the lease item what keeps the watcher from its queue (`None`: nothing now, and the
+    /// run guarded is over).
     fn acting(&mut self, what: Option<String>) {
+        if what.is_none() {
+            if let Some(leader) = &self.leader {
+                leader.unguard();
+            }
+        }
         self.me.acting = what;
         self.share();
     }
@@ -837,6 +898,11 @@ impl Leadership {
     /// stops acting (a standby takes over only a quarter of a lease after it ran out).
     fn holds(&self) -> bool {
         self.state.holds()
+    }
+
+    /// The run guarded is over: a later loss of the lease has nothing to stop.
+    fn unguard(&self) {
+        *self.state.run.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// Stop `run` once the lease is lost (at once if it already is).

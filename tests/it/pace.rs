@@ -237,6 +237,35 @@ async fn issue_33_an_alarm_stops_a_paced_evacuation_between_batches_and_recover_
     assert_eq!(live_groups(&sdk).await, original);
     assert!(journal_items(&sdk).await.is_empty());
 
+    // Read before every batch, the first one too: an alarm already in ALARM stops the pacing
+    // before any instance is terminated, and one not known to be OK holds it until the wait ends.
+    let (zone_out, zone_in) = (
+        evacuate(&["--pace", "1", "--pace-alarm", "checkout-5xx"]),
+        ["recover", "--yes"],
+    );
+    for (state, said) in [
+        (StateValue::Alarm, "pacing stopped by alarm checkout-5xx (ALARM"),
+        (StateValue::InsufficientData, "alarm checkout-5xx (INSUFFICIENT_DATA"),
+    ] {
+        set(&sdk, "checkout-5xx", state.clone()).await;
+        proxy.set(Faults::default());
+        let mut args = zone_out.clone();
+        args.extend(["--wait-timeout", "2s"]);
+        let run = azevac_at(&proxy.endpoint, &args, &[]).expect_code(1);
+        let all = format!("{}{}", run.stdout, run.stderr);
+        assert!(all.contains(said), "{state:?}: {all}");
+        assert!(
+            !proxy
+                .calls()
+                .iter()
+                .any(|c| c == "autoscaling:TerminateInstanceInAutoScalingGroup"),
+            "{state:?}: no batch went"
+        );
+        azevac_at(&proxy.endpoint, &zone_in, &[]).expect_code(0);
+        assert_eq!(live_groups(&sdk).await, original, "{state:?}");
+    }
+    set(&sdk, "checkout-5xx", StateValue::Ok).await;
+
     // The alarm goes off while the second batch's termination is in flight: no third batch.
     proxy.hold(Hold {
         label: Some("autoscaling:TerminateInstanceInAutoScalingGroup".into()),

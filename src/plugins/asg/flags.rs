@@ -73,6 +73,15 @@ fn validate(request: &Request) -> Result<()> {
             "--pace-alarm and --pace-alarm-prefix gate --pace's batches: give --pace N too".into(),
         ));
     }
+    // The alarms a batch waits for are the incident's, in the operator's own account (as recover's
+    // --alarm): a member account's role is not granted them.
+    if gated && !request.fleet.accounts.is_empty() {
+        return Err(crate::Error::BadInput(
+            "--pace-alarm reads the operator's own account's alarms: pace other accounts' groups without it, or \
+             run azevac in each account"
+                .into(),
+        ));
+    }
     // A saved plan's names, held to what the flags accept.
     for name in options.pace_alarms.iter().chain(&options.pace_alarm_prefixes) {
         crate::cli::parse_alarm_name(name).map_err(crate::Error::BadInput)?;

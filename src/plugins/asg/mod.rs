@@ -129,22 +129,11 @@ pub struct AutoScaling {
 /// Registry constructor: Auto Scaling applies to every run.
 pub fn plugin(setup: &Setup) -> futures::future::BoxFuture<'_, Result<Option<Box<dyn Plugin>>>> {
     Box::pin(async move {
-        let options: flags::Options = setup.request.options_as()?;
-        // The alarms a batch waits for are the incident's, in the operator's own account (as
-        // recover's --alarm): a member account's role is not granted them.
-        let gated = !options.pace_alarms.is_empty() || !options.pace_alarm_prefixes.is_empty();
-        if gated && setup.account.is_some() {
-            return Err(Error::BadInput(
-                "--pace-alarm reads the operator's own account's alarms: pace other accounts' groups without it, \
-                 or run azevac in each account"
-                    .into(),
-            ));
-        }
         let service = AutoScaling {
             client: crate::client!(aws_sdk_autoscaling, &setup.sdk),
             sdk: setup.sdk.clone(),
             force: setup.request.force,
-            options,
+            options: setup.request.options_as()?,
         };
         Ok(Some(Subnets::journalling::<Action>(service, &setup.sdk)))
     })

@@ -155,7 +155,19 @@ impl AutoScaling {
             return Ok(Poll::Pending((staying.len(), NextBatch::Replacements)));
         }
         if let Some(alarms) = alarms {
-            let readings = alarms.read().await?;
+            // An alarm that cannot be read is not known to be OK: the batch waits, as for
+            // INSUFFICIENT_DATA, and the next look reads it again.
+            let readings = match alarms.read().await {
+                Ok(readings) => readings,
+                Err(e) => {
+                    let why = format!("(unreadable: {})", crate::text::clean(&describe(&e)));
+                    crate::say!(
+                        "azevac: {}: cannot read the alarms before the next batch {why}; waiting",
+                        crate::text::clean(name)
+                    );
+                    return Ok(Poll::Pending((staying.len(), NextBatch::Alarm(why))));
+                }
+            };
             if let Some(firing) = crate::alarms::firing(&readings).first() {
                 return Err(Error::NotSettled {
                     resource: name.to_owned(),
