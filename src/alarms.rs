@@ -14,6 +14,15 @@ const DESCRIBE: &str = "cloudwatch:DescribeAlarms";
 /// DescribeAlarms takes at most this many names at once.
 const NAMES_PER_CALL: usize = 100;
 
+/// An alarm's name (`--alarm`, `--alarm-prefix`, `--pace-alarm`, and a saved plan's): CloudWatch's
+/// are 1 to 255 characters, printable.
+pub fn parse_name(text: &str) -> std::result::Result<String, String> {
+    if text.is_empty() || text.chars().count() > 255 || text.chars().any(char::is_control) {
+        return Err("an alarm name is 1 to 255 printable characters (e.g. --alarm checkout-p99-latency)".into());
+    }
+    Ok(text.to_owned())
+}
+
 /// Where one alarm stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {

@@ -2,7 +2,9 @@
 
 use clap::{Args, Parser, Subcommand};
 
+pub use crate::alarms::parse_name as parse_alarm_name;
 use crate::journal::DEFAULT_TABLE;
+pub use crate::model::parse_tag;
 use crate::model::Request;
 
 /// Evacuate an AWS Availability Zone on the control plane (Auto Scaling, ECS, Lambda, EKS, Karpenter), and put it
@@ -565,6 +567,15 @@ fn parse_wait(text: &str) -> Result<std::time::Duration, String> {
     Ok(wait)
 }
 
+/// `--bake`: as a wait, in whole seconds (a plan keeps it so; and alarms are read every 10 s).
+fn parse_bake(text: &str) -> Result<std::time::Duration, String> {
+    let bake = parse_wait(text)?;
+    if bake.subsec_nanos() != 0 {
+        return Err("a bake is whole seconds (e.g. 90s or 5m)".into());
+    }
+    Ok(bake)
+}
+
 /// `--attempt-timeout`, `--operation-timeout`: a duration between 1 second and 1 hour.
 fn parse_call_timeout(text: &str) -> Result<std::time::Duration, String> {
     duration_within(text, 1..=3600, "30s or 2m", "a call timeout lies between 1s and 1h")
@@ -639,7 +650,7 @@ pub struct Waves {
     #[arg(long, value_name = "STEPS", value_parser = parse_waves)]
     pub waves: Option<crate::waves::Waves>,
     /// How long each wave bakes, its alarms watched, before the next one starts (e.g. 5m, 90s).
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_wait, requires = "waves")]
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_bake, requires = "waves")]
     pub bake: std::time::Duration,
     /// CloudWatch alarm that must be OK before each wave (waited for, up to --wait-timeout), and
     /// that stops the recovery if it goes into ALARM while a wave bakes (repeatable).
@@ -681,15 +692,6 @@ impl Waves {
 /// `--waves`: see [`crate::waves::Waves`].
 fn parse_waves(text: &str) -> Result<crate::waves::Waves, String> {
     text.parse()
-}
-
-/// `--alarm`, `--alarm-prefix` (and a kind's alarms): CloudWatch's alarm names are 1 to 255
-/// characters, printable.
-pub fn parse_alarm_name(text: &str) -> Result<String, String> {
-    if text.is_empty() || text.chars().count() > 255 || text.chars().any(char::is_control) {
-        return Err("an alarm name is 1 to 255 printable characters (e.g. --alarm checkout-p99-latency)".into());
-    }
-    Ok(text.to_owned())
 }
 
 /// `azevac apply`.
@@ -895,13 +897,6 @@ pub struct Doctor {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub accounts: Accounts,
-}
-
-pub fn parse_tag(text: &str) -> Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
-        _ => Err(format!("expected KEY=VALUE (e.g. --tag team=payments), got {text:?}")),
-    }
 }
 
 #[cfg(test)]

@@ -94,7 +94,9 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
         }
     }
     if let Some(gates) = &gates {
-        gates.check().await?;
+        gates
+            .check("the plan's waves.alarms", "the plan's waves.alarm_prefixes")
+            .await?;
     }
     let live = ctx
         .prepare(saved.plan.command, az_id, request, args.kubeconfig.clone())
@@ -103,10 +105,14 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
     if let Some(gates) = &gates {
         super::waves::Cut::of(&live, gates).say(gates);
     }
-    // A wave bakes once its capacity is in service (as recover --waves implies --wait).
-    let wait = cli::Wait {
-        wait: args.wait.wait || gates.is_some(),
-        wait_timeout: args.wait.wait_timeout,
+    // A wave bakes once its capacity is in service (as recover --waves implies --wait), settling
+    // as long as the recover that made the plan would have.
+    let wait = match gates {
+        Some(_) => cli::Wait {
+            wait: true,
+            wait_timeout,
+        },
+        None => args.wait.clone(),
     };
     ctx.carry_out_gated(live, args.yes, &wait, &args.notify.topics, gates.as_ref())
         .await

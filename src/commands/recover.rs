@@ -14,7 +14,7 @@ pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
     let gates = Gates::of(ctx, &request, args.wait.wait_timeout, args.kube.kubeconfig.clone())?;
     // Alarms that are not there are bad input: said before anything is planned.
     if let Some(gates) = &gates {
-        gates.check().await?;
+        gates.check("--alarm", "--alarm-prefix").await?;
     }
     let prepared = ctx
         .prepare(

@@ -26,7 +26,7 @@ use crate::cli;
 use crate::journal::{Claim, Journal, Watcher};
 use crate::notify::Notifier;
 use crate::text::clean;
-use crate::Result;
+use crate::{Error, Result};
 
 /// How many event and message IDs are remembered as judged (a redelivery is recognised among them).
 const REMEMBERED: usize = 10_000;
@@ -52,7 +52,7 @@ pub async fn run(ctx: &Context, args: &cli::Watch) -> Result<i32> {
         recovery.kube.kubeconfig.clone(),
     )?;
     if let Some(gates) = gates {
-        gates.check().await?;
+        gates.check("--alarm", "--alarm-prefix").await?;
     }
     rehearse(ctx, args).await?;
     let caller = match ctx.identity().await {
@@ -100,35 +100,56 @@ pub async fn run(ctx: &Context, args: &cli::Watch) -> Result<i32> {
 
 /// Plan the evacuation the watcher would run, against the region's first zone, changing nothing:
 /// whatever a kind refuses in it (a flag it cannot carry out, an alarm `--pace-alarm` names that is
-/// not there) is one line and exit 2 now, not when AWS moves traffic away. A plan that fails for
-/// any other reason (a throttled service) is a warning: the watcher starts.
+/// not there) is one line and exit 2 now, not when AWS moves traffic away. Anything else (a
+/// throttled service, an account that cannot be reached, a minute gone by) is a warning: the
+/// watcher starts, and a restarted watcher is not kept down by a service having a bad day.
 async fn rehearse(ctx: &Context, args: &cli::Watch) -> Result<()> {
-    let ec2 = crate::client!(aws_sdk_ec2, &ctx.sdk);
-    let zones = crate::topology::Zones::load(&ec2, &ctx.region).await?;
-    let Some(zone) = zones.all().first() else {
-        return Ok(());
-    };
-    let evacuation = args.evacuate(&zone.id, "azevac watch: the plan checked at start".into());
-    let planned = ctx
-        .prepare(
-            crate::model::Command::Evacuate,
-            Some(&zone.id),
-            &evacuation.request(),
-            args.kube.kubeconfig.clone(),
+    let planned = tokio::time::timeout(REHEARSAL, async {
+        let ec2 = crate::client!(aws_sdk_ec2, &ctx.sdk);
+        let zones = crate::topology::Zones::load(&ec2, &ctx.region).await?;
+        let Some(zone) = zones.all().first() else {
+            return Ok(Vec::new());
+        };
+        let evacuation = args.evacuate(&zone.id, "azevac watch: the plan checked at start".into());
+        let request = evacuation.request();
+        let prepared = ctx
+            .prepare(
+                crate::model::Command::Evacuate,
+                Some(&zone.id),
+                &request,
+                args.kube.kubeconfig.clone(),
+            )
+            .await?;
+        Ok(prepared.plan.problems)
+    })
+    .await;
+    let warn = |what: String| {
+        crate::say!(
+            "azevac: warning: watch: the evacuation could not be planned at start: {}",
+            crate::report::clean(&what)
         )
-        .await;
+    };
     match planned {
-        Ok(_) => Ok(()),
-        Err(e) if e.exit_code() == super::EXIT_BAD_INPUT => Err(e),
-        Err(e) => {
-            crate::say!(
-                "azevac: warning: watch: the evacuation could not be planned at start: {}",
-                crate::report::clean(&super::describe(&e))
-            );
+        Ok(Ok(problems)) => {
+            for problem in problems {
+                warn(problem);
+            }
+            Ok(())
+        }
+        Ok(Err(e @ (Error::BadInput(_) | Error::Unsupported { .. } | Error::UnknownAz { .. }))) => Err(e),
+        Ok(Err(e)) => {
+            warn(super::describe(&e));
+            Ok(())
+        }
+        Err(_) => {
+            warn(format!("not done within {}s", REHEARSAL.as_secs()));
             Ok(())
         }
     }
 }
+
+/// How long the plan checked at start may take (with `--accounts org`, a role in every account).
+const REHEARSAL: Duration = Duration::from_secs(60);
 
 /// Why a run the watcher carries out stops when its lease is lost.
 const LEASE_LOST: &str = "the watcher's lease was lost (another watcher may act now)";

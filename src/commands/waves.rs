@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use super::{Context, Fanout};
 use crate::alarms::{self, Alarms};
-use crate::cli::{self, OnAlarm};
 use crate::engine::{self, Settings};
 use crate::journal::Audit;
+use crate::model::OnAlarm;
 use crate::model::{Command, Item, Plan, Request, Status};
 use crate::notify::Notifier;
 use crate::plugins::Stage;
@@ -55,7 +55,9 @@ impl Gates {
         };
         let bad = |why: String| Error::BadInput(format!("the waves: {why}"));
         let tags = |tags: &[String]| -> Result<Vec<(String, String)>> {
-            tags.iter().map(|tag| cli::parse_tag(tag).map_err(bad)).collect()
+            tags.iter()
+                .map(|tag| crate::model::parse_tag(tag).map_err(bad))
+                .collect()
         };
         Ok(Some(Gates {
             waves: asked.steps.parse().map_err(bad)?,
@@ -70,12 +72,12 @@ impl Gates {
     }
 
     /// Check the alarms before anything is planned or changed: each named one exists, each prefix
-    /// names one. Says how they stand.
-    pub async fn check(&self) -> Result<()> {
+    /// names one (else bad input naming where they were given). Says how they stand.
+    pub async fn check(&self, names_given: &str, prefixes_given: &str) -> Result<()> {
         let Some(alarms) = &self.alarms else {
             return Ok(());
         };
-        let readings = alarms.check().await?;
+        let readings = alarms.check_as(names_given, prefixes_given).await?;
         let listed: Vec<String> = readings.iter().map(alarms::describe).collect();
         crate::say!(
             "azevac: waves gated on {} alarm(s): {}",

@@ -49,10 +49,44 @@ fn validate_waves(waves: &crate::model::WavesRequest) -> Result<()> {
     waves.steps.parse::<crate::waves::Waves>().map_err(bad)?;
     crate::plugins::wait_within("waves.bake_seconds", Some(waves.bake_seconds))?;
     for name in waves.alarms.iter().chain(&waves.alarm_prefixes) {
-        crate::cli::parse_alarm_name(name).map_err(bad)?;
+        crate::alarms::parse_name(name).map_err(bad)?;
     }
     for tag in waves.first_tags.iter().chain(&waves.last_tags) {
-        crate::cli::parse_tag(tag).map_err(bad)?;
+        crate::model::parse_tag(tag).map_err(bad)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{OnAlarm, WavesRequest};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever an edited plan's waves hold: judged without a panic, and accepted exactly when
+        /// `--waves`, `--bake` and the alarm and tag flags would each have taken their part.
+        #[test]
+        fn a_plans_waves_are_held_to_what_the_flags_accept(
+            steps in prop_oneof![".{0,12}", "[0-9%,]{1,12}"],
+            bake in 0u64..700_000,
+            alarm in ".{0,4}",
+            tag in ".{0,6}",
+        ) {
+            let waves = WavesRequest {
+                steps: steps.clone(),
+                bake_seconds: bake,
+                alarms: vec![alarm.clone()],
+                alarm_prefixes: Vec::new(),
+                on_alarm: OnAlarm::Stop,
+                first_tags: vec![tag.clone()],
+                last_tags: Vec::new(),
+            };
+            let flags_accept = steps.parse::<crate::waves::Waves>().is_ok()
+                && crate::plugins::wait_within("bake", Some(bake)).is_ok()
+                && crate::alarms::parse_name(&alarm).is_ok()
+                && crate::model::parse_tag(&tag).is_ok();
+            prop_assert_eq!(validate_waves(&waves).is_ok(), flags_accept);
+        }
+    }
 }

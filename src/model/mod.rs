@@ -358,9 +358,20 @@ pub struct Request {
     pub options: serde_json::Map<String, serde_json::Value>,
 }
 
+/// `KEY=VALUE` (`--tag`, `--first-tag`, `--last-tag`, and a saved plan's tags): the key not empty,
+/// the value may be, and may hold `=`.
+pub fn parse_tag(text: &str) -> std::result::Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("expected KEY=VALUE (e.g. --tag team=payments), got {text:?}")),
+    }
+}
+
 /// A recovery in waves, as asked (`--waves`, `--bake`, `--alarm`, `--alarm-prefix`, `--on-alarm`,
 /// `--first-tag`, `--last-tag`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+// A key misspelt in an edited plan (`alarm`) must not drop a gate silently.
+#[serde(deny_unknown_fields)]
 pub struct WavesRequest {
     /// `--waves`, counted from the start (e.g. `1,10%,50%,100%`).
     pub steps: String,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use aws_sdk_cloudwatch::types::StateValue;
 use common::estate::{self, AsgSpec, Spec, VpcSpec};
-use common::proxy::{Faults, Hold, Proxy};
+use common::proxy::{FailRule, Fault, Faults, Hold, Proxy};
 
 use crate::waves::{alarm, set};
 use common::{attr_list, attr_s, azevac_at, journal_items, live_groups, Moto, ZONE};
@@ -245,7 +245,10 @@ async fn issue_33_an_alarm_stops_a_paced_evacuation_between_batches_and_recover_
     );
     for (state, said) in [
         (StateValue::Alarm, "pacing stopped by alarm checkout-5xx (ALARM"),
-        (StateValue::InsufficientData, "alarm checkout-5xx (INSUFFICIENT_DATA"),
+        (
+            StateValue::InsufficientData,
+            "alarm checkout-5xx (INSUFFICIENT_DATA: set by the test) not OK within 2s",
+        ),
     ] {
         set(&sdk, "checkout-5xx", state.clone()).await;
         proxy.set(Faults::default());
@@ -322,4 +325,81 @@ async fn issue_33_an_alarm_stops_a_paced_evacuation_between_batches_and_recover_
     assert_eq!(live_groups(&sdk).await, original);
     assert!(group_state(&sdk, "paced").await.1.is_empty(), "AZRebalance resumed");
     assert!(journal_items(&sdk).await.is_empty());
+}
+
+#[tokio::test]
+async fn issue_33_a_paced_batch_waits_while_its_alarms_cannot_be_read() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk_at(&proxy.endpoint).await;
+    let spec = Spec {
+        vpcs: vec![VpcSpec {
+            name: "main".into(),
+            cidr: "10.72.0.0/16".into(),
+            zones: vec!["use1-az1".into(), "use1-az2".into(), "use1-az4".into()],
+        }],
+        auto_scaling_groups: vec![AsgSpec {
+            name: "paced".into(),
+            vpc: "main".into(),
+            zones: ["use1-az2", "use1-az1", "use1-az4"]
+                .iter()
+                .map(|z| z.to_string())
+                .collect(),
+            desired: 2,
+            tags: BTreeMap::new(),
+        }],
+        ..Spec::default()
+    };
+    estate::seed(&sdk, &spec).await;
+    alarm(&sdk, "checkout-5xx", StateValue::Ok).await;
+
+    // CloudWatch stops answering while the first batch's termination is in flight: the second
+    // batch waits for an answer it never gets, and the wait ends naming why.
+    proxy.hold(Hold {
+        label: Some("autoscaling:TerminateInstanceInAutoScalingGroup".into()),
+        body_contains: String::new(),
+        nth: 1,
+    });
+    let args = [
+        "evacuate",
+        "--az-id",
+        ZONE,
+        "--type",
+        "asg",
+        "--pace",
+        "1",
+        "--pace-alarm",
+        "checkout-5xx",
+        "--wait-timeout",
+        "3s",
+        "--yes",
+    ];
+    let mut child = common::command(&proxy.endpoint, &args, &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn azevac");
+    proxy
+        .wait_held(Some(&mut child), Duration::from_secs(60))
+        .expect("the first batch in flight");
+    proxy.fail_too(
+        vec![FailRule {
+            label: "monitoring:DescribeAlarms".into(),
+            body_contains: String::new(),
+            fault: Fault::ServerError,
+        }],
+        Duration::ZERO,
+    );
+    proxy.release();
+    let out = child.wait_with_output().expect("wait");
+    let said = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("the alarms could not be read within 3s"), "{said}");
+    let terminations = proxy
+        .calls()
+        .iter()
+        .filter(|c| *c == "autoscaling:TerminateInstanceInAutoScalingGroup")
+        .count();
+    assert_eq!(terminations, 1, "no batch after the alarms went unread");
+    assert_eq!(journal_items(&sdk).await.len(), 1, "the change is journalled");
 }

@@ -535,6 +535,11 @@ async fn issue_33_a_watcher_that_loses_its_lease_mid_recovery_stops_it_and_keeps
         2,
         "the later waves were not started"
     );
+    assert_eq!(
+        lease(&sdk).await.expect("lease")["following"],
+        ZONE,
+        "a recovery stopped short leaves the zone followed"
+    );
 
     // The journal answers again: the watcher takes the lease back and finishes the recovery.
     proxy.set(Faults::default());

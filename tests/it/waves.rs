@@ -623,8 +623,15 @@ async fn issue_33_a_plan_saved_with_waves_is_applied_in_the_same_waves_behind_th
         "the settings shown name the waves: {}",
         applied.stderr
     );
-    assert!(applied.stderr.contains("wave 1/3: 1 resource(s)"), "{}", applied.stderr);
-    assert!(applied.stderr.contains("wave 3/3"), "{}", applied.stderr);
+    // Carried out a wave at a time, each one baked: not the listing alone.
+    for wave in [
+        "wave 1/3: putting back 1 resource(s)",
+        "wave 1/3 done",
+        "baking 1s",
+        "wave 3/3 done",
+    ] {
+        assert!(applied.stderr.contains(wave), "{wave}: {}", applied.stderr);
+    }
     assert!(
         proxy.calls().iter().any(|c| c == "monitoring:DescribeAlarms"),
         "the alarm gated the applied waves"

@@ -40,6 +40,8 @@ enum NextBatch {
     Replacements,
     /// An alarm it is gated on is not OK (INSUFFICIENT_DATA): this one.
     Alarm(String),
+    /// The alarms could not be read: why.
+    Unreadable(String),
 }
 
 impl AutoScaling {
@@ -117,6 +119,11 @@ impl AutoScaling {
                     "alarm {alarm} not OK within {}s; {staying} instance(s) still in {} (subnets already removed)",
                     pace.timeout_secs, pace.az_name
                 ),
+                NextBatch::Unreadable(why) => format!(
+                    "the alarms could not be read within {}s ({why}); {staying} instance(s) still in {} (subnets \
+                     already removed)",
+                    pace.timeout_secs, pace.az_name
+                ),
             },
         })
     }
@@ -160,12 +167,12 @@ impl AutoScaling {
             let readings = match alarms.read().await {
                 Ok(readings) => readings,
                 Err(e) => {
-                    let why = format!("(unreadable: {})", crate::text::clean(&describe(&e)));
+                    let why = crate::text::clean(&describe(&e));
                     crate::say!(
-                        "azevac: {}: cannot read the alarms before the next batch {why}; waiting",
+                        "azevac: {}: cannot read the alarms before the next batch ({why}); waiting",
                         crate::text::clean(name)
                     );
-                    return Ok(Poll::Pending((staying.len(), NextBatch::Alarm(why))));
+                    return Ok(Poll::Pending((staying.len(), NextBatch::Unreadable(why))));
                 }
             };
             if let Some(firing) = crate::alarms::firing(&readings).first() {
