@@ -183,17 +183,13 @@ async fn the_zone_is_paced_out_and_only_our_suspension_is_resumed() {
     assert!(journal_items(&sdk).await.is_empty());
 }
 
-#[tokio::test]
-async fn issue_33_an_alarm_stops_a_paced_evacuation_between_batches_and_recover_puts_it_back() {
-    let moto = Moto::start();
-    let proxy = Proxy::start(&moto.endpoint);
-    // Through the proxy: it speaks CloudWatch's CBOR protocol to moto.
-    let sdk = common::sdk_at(&proxy.endpoint).await;
-    // moto starts every instance in a group's first subnet: here, the zone being evacuated.
-    let spec = Spec {
+/// One group `paced` of `desired` instances over three zones, all of them (moto starts every
+/// instance in a group's first subnet) in the zone being evacuated.
+fn one_paced_group(cidr: &str, desired: i32) -> Spec {
+    Spec {
         vpcs: vec![VpcSpec {
             name: "main".into(),
-            cidr: "10.71.0.0/16".into(),
+            cidr: cidr.into(),
             zones: vec!["use1-az1".into(), "use1-az2".into(), "use1-az4".into()],
         }],
         auto_scaling_groups: vec![AsgSpec {
@@ -203,11 +199,21 @@ async fn issue_33_an_alarm_stops_a_paced_evacuation_between_batches_and_recover_
                 .iter()
                 .map(|z| z.to_string())
                 .collect(),
-            desired: 3,
+            desired,
             tags: BTreeMap::new(),
         }],
         ..Spec::default()
-    };
+    }
+}
+
+#[tokio::test]
+async fn issue_33_an_alarm_stops_a_paced_evacuation_between_batches_and_recover_puts_it_back() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    // Through the proxy: it speaks CloudWatch's CBOR protocol to moto.
+    let sdk = common::sdk_at(&proxy.endpoint).await;
+    // moto starts every instance in a group's first subnet: here, the zone being evacuated.
+    let spec = one_paced_group("10.71.0.0/16", 3);
     estate::seed(&sdk, &spec).await;
     alarm(&sdk, "checkout-5xx", StateValue::Ok).await;
     let original = live_groups(&sdk).await;
@@ -332,24 +338,7 @@ async fn issue_33_a_paced_batch_waits_while_its_alarms_cannot_be_read() {
     let moto = Moto::start();
     let proxy = Proxy::start(&moto.endpoint);
     let sdk = common::sdk_at(&proxy.endpoint).await;
-    let spec = Spec {
-        vpcs: vec![VpcSpec {
-            name: "main".into(),
-            cidr: "10.72.0.0/16".into(),
-            zones: vec!["use1-az1".into(), "use1-az2".into(), "use1-az4".into()],
-        }],
-        auto_scaling_groups: vec![AsgSpec {
-            name: "paced".into(),
-            vpc: "main".into(),
-            zones: ["use1-az2", "use1-az1", "use1-az4"]
-                .iter()
-                .map(|z| z.to_string())
-                .collect(),
-            desired: 2,
-            tags: BTreeMap::new(),
-        }],
-        ..Spec::default()
-    };
+    let spec = one_paced_group("10.72.0.0/16", 2);
     estate::seed(&sdk, &spec).await;
     alarm(&sdk, "checkout-5xx", StateValue::Ok).await;
 
