@@ -342,7 +342,8 @@ async fn issue_33_a_paced_batch_waits_while_its_alarms_cannot_be_read() {
     estate::seed(&sdk, &spec).await;
     alarm(&sdk, "checkout-5xx", StateValue::Ok).await;
 
-    // CloudWatch stops answering while the first batch's termination is in flight: the second
+    // CloudWatch stops answering while the first batch's termination is in flight (a refusal the
+    // SDK does not retry, so that the test waits on the pacing and not on retries): the second
     // batch waits for an answer it never gets, and the wait ends naming why.
     proxy.hold(Hold {
         label: Some("autoscaling:TerminateInstanceInAutoScalingGroup".into()),
@@ -375,7 +376,7 @@ async fn issue_33_a_paced_batch_waits_while_its_alarms_cannot_be_read() {
         vec![FailRule {
             label: "monitoring:DescribeAlarms".into(),
             body_contains: String::new(),
-            fault: Fault::ServerError,
+            fault: Fault::AccessDenied,
         }],
         Duration::ZERO,
     );
