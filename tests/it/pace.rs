@@ -183,6 +183,31 @@ async fn the_zone_is_paced_out_and_only_our_suspension_is_resumed() {
     assert!(journal_items(&sdk).await.is_empty());
 }
 
+/// The instances the proxy saw terminated since its calls were last cleared.
+fn terminations(proxy: &Proxy) -> usize {
+    proxy
+        .calls()
+        .iter()
+        .filter(|c| *c == "autoscaling:TerminateInstanceInAutoScalingGroup")
+        .count()
+}
+
+/// azevac with `args` through the proxy, its output kept for [`finished`].
+fn spawn_piped(proxy: &Proxy, args: &[&str]) -> std::process::Child {
+    common::command(&proxy.endpoint, args, &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn azevac")
+}
+
+/// The exit code of a [`spawn_piped`] run, and all it printed (stdout, then stderr).
+fn finished(child: std::process::Child) -> (Option<i32>, String) {
+    let out = child.wait_with_output().expect("wait");
+    let said = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code(), said)
+}
+
 /// One group `paced` of `desired` instances over three zones, all of them (moto starts every
 /// instance in a group's first subnet) in the zone being evacuated.
 fn one_paced_group(cidr: &str, desired: i32) -> Spec {
@@ -263,13 +288,7 @@ async fn issue_33_an_alarm_stops_a_paced_evacuation_between_batches_and_recover_
         let run = azevac_at(&proxy.endpoint, &args, &[]).expect_code(1);
         let all = format!("{}{}", run.stdout, run.stderr);
         assert!(all.contains(said), "{state:?}: {all}");
-        assert!(
-            !proxy
-                .calls()
-                .iter()
-                .any(|c| c == "autoscaling:TerminateInstanceInAutoScalingGroup"),
-            "{state:?}: no batch went"
-        );
+        assert_eq!(terminations(&proxy), 0, "{state:?}: no batch went");
         azevac_at(&proxy.endpoint, &zone_in, &[]).expect_code(0);
         assert_eq!(live_groups(&sdk).await, original, "{state:?}");
     }
@@ -282,25 +301,16 @@ async fn issue_33_an_alarm_stops_a_paced_evacuation_between_batches_and_recover_
         nth: 2,
     });
     let gated = evacuate(&["--pace", "1", "--pace-alarm", "checkout-5xx"]);
-    let mut child = common::command(&proxy.endpoint, &gated, &[])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn azevac");
+    let mut child = spawn_piped(&proxy, &gated);
     proxy
         .wait_held(Some(&mut child), Duration::from_secs(60))
         .expect("the second batch in flight");
     set(&sdk, "checkout-5xx", StateValue::Alarm).await;
     proxy.release();
-    let out = child.wait_with_output().expect("wait");
-    let said = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{said}");
+    let (code, said) = finished(child);
+    assert_eq!(code, Some(1), "{said}");
     assert!(said.contains("pacing stopped by alarm checkout-5xx (ALARM"), "{said}");
-    let terminations = proxy
-        .calls()
-        .iter()
-        .filter(|c| *c == "autoscaling:TerminateInstanceInAutoScalingGroup")
-        .count();
+    let terminations = terminations(&proxy);
     assert_eq!(terminations, 2, "two batches, then the alarm");
     let (instances, _) = group_state(&sdk, "paced").await;
     assert_eq!(
@@ -364,11 +374,7 @@ async fn issue_33_a_paced_batch_waits_while_its_alarms_cannot_be_read() {
         "3s",
         "--yes",
     ];
-    let mut child = common::command(&proxy.endpoint, &args, &[])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn azevac");
+    let mut child = spawn_piped(&proxy, &args);
     proxy
         .wait_held(Some(&mut child), Duration::from_secs(60))
         .expect("the first batch in flight");
@@ -381,15 +387,10 @@ async fn issue_33_a_paced_batch_waits_while_its_alarms_cannot_be_read() {
         Duration::ZERO,
     );
     proxy.release();
-    let out = child.wait_with_output().expect("wait");
-    let said = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{said}");
+    let (code, said) = finished(child);
+    assert_eq!(code, Some(1), "{said}");
     assert!(said.contains("the alarms could not be read within 3s"), "{said}");
-    let terminations = proxy
-        .calls()
-        .iter()
-        .filter(|c| *c == "autoscaling:TerminateInstanceInAutoScalingGroup")
-        .count();
+    let terminations = terminations(&proxy);
     assert_eq!(terminations, 1, "no batch after the alarms went unread");
     assert_eq!(journal_items(&sdk).await.len(), 1, "the change is journalled");
 }
