@@ -1,6 +1,6 @@
 //! One line through the journal protocol: acquire (lock and intent), read again and compute the
 //! change from the live state, act through a guard (bounded by the lease and an interrupt),
-//! release (done mark or delete), read back, settle.
+//! read back, release (done mark or delete), settle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -186,6 +186,100 @@ impl Run<'_> {
         if let Err(e) = self.journal.widen(held, &removed, &actions).await {
             item.fail(format!("{}; nothing changed", describe(&e)));
         }
+    }
+
+    /// Carry one resource's lines out, in order. Where the plugin folds a resource's lines into one
+    /// change ([`plugins::Plugin::folds_lines`], a recovery of several zones), the last line still
+    /// planned carries it and the lines before it share its outcome: one fresh read, one change,
+    /// one outcome. A read grown old is read again for all the lines together, never for the
+    /// carrier alone (which would forget what the others put back).
+    pub(super) async fn act_resource(
+        &self,
+        command: Command,
+        mut group: Vec<(Item, Line)>,
+        read_at: Instant,
+        fresh_for: Duration,
+    ) -> Vec<(Item, Line)> {
+        let folds = command == Command::Recover
+            && group.len() > 1
+            && group
+                .first()
+                .and_then(|(item, _)| self.plugin(&item.resource_type))
+                .is_some_and(|p| p.folds_lines());
+        if !folds {
+            for (item, line) in group.iter_mut() {
+                self.act(command, item, line, read_at, fresh_for).await;
+            }
+            return group;
+        }
+        let changing = |group: &[(Item, Line)]| {
+            group
+                .iter()
+                .any(|(i, l)| l.held.is_some() && i.status == Status::Planned)
+        };
+        if read_at.elapsed() > fresh_for && changing(&group) {
+            let mut together = Plan {
+                items: group.iter().map(|(item, _)| item.clone()).collect(),
+                ..Plan::empty(command)
+            };
+            let mut lines: Vec<Line> = (0..group.len())
+                .map(|n| Line {
+                    index: n,
+                    held: group[n].1.held.take(),
+                    release: None,
+                })
+                .collect();
+            self.refresh_lines(
+                &mut together,
+                command,
+                lines.iter_mut().filter(|l| l.held.is_some()).collect(),
+            )
+            .await;
+            for ((slot, fresh), line) in group.iter_mut().zip(together.items).zip(lines) {
+                slot.0 = fresh;
+                slot.1.held = line.held;
+            }
+        }
+        let carrier = group
+            .iter()
+            .rposition(|(item, line)| line.held.is_some() && item.status == Status::Planned);
+        let now = Instant::now();
+        let Some(carrier) = carrier else {
+            for (item, line) in group.iter_mut() {
+                self.act(command, item, line, now, fresh_for).await;
+            }
+            return group;
+        };
+        {
+            let (item, line) = &mut group[carrier];
+            self.act(command, item, line, now, fresh_for).await;
+        }
+        let (done, why, zone) = {
+            let item = &group[carrier].0;
+            (item.status == Status::Done, item.reason.clone(), item.az_id.clone())
+        };
+        for n in (0..group.len()).filter(|&n| n != carrier) {
+            let (item, line) = &mut group[n];
+            let rides = n < carrier && line.held.is_some() && item.changes_resource();
+            if !rides {
+                self.act(command, item, line, now, fresh_for).await;
+            } else if done {
+                line.end(|held| match held {
+                    Held::Recovery(held) => held.recovered(),
+                    other => other.untouched(),
+                });
+                item.done();
+                item.notes
+                    .push(format!("put back in one change with its record of {zone}"));
+            } else {
+                line.end(Held::untouched);
+                item.fail(format!(
+                    "not put back: the one change of this resource (with its record of {zone}) failed: {}; journal record kept",
+                    why.as_deref().unwrap_or("no reason given")
+                ));
+            }
+        }
+        group
     }
 
     /// Carry one held line out and decide how it is released. A line whose batch was read again
@@ -379,21 +473,6 @@ impl Run<'_> {
             item.resource_type,
             what.join(", ")
         ));
-    }
-
-    /// Trust, but verify: each plugin reads back its lines that are done (`(index, line)` pairs of
-    /// one part of a stage, every batch of it ended).
-    pub(super) async fn verify(&self, lines: &mut [(usize, Item)]) {
-        for plugin in self.plugins {
-            let mut items: Vec<&mut Item> = lines
-                .iter_mut()
-                .map(|(_, item)| item)
-                .filter(|item| item.resource_type == plugin.resource_type())
-                .collect();
-            if items.iter().any(|i| i.status == Status::Done) {
-                plugin.verify(&mut items).await;
-            }
-        }
     }
 
     /// `--wait`: let every plugin wait for its changed resources, and fail the lines of those that

@@ -2,15 +2,16 @@
 //!
 //! plan (every plugin, before anything changes) → per stage, per batch: acquire (locks + intent,
 //! one transaction) → read again and compute each change from the live state → act (bounded
-//! concurrency; a resource's lines in order) → release (done mark or delete + unlock, one
-//! transaction) → verify (read back, each type once its batches have ended) → settle (`--wait`).
+//! concurrency; a resource's lines in order) → read back (until the change shows, bounded) →
+//! release (done mark or delete + unlock, one transaction) → settle (`--wait`).
 //!
 //! A plugin can only change a resource through a [`Guard`] of a [`Held`], which only [`Journal::acquire`] makes:
 //! the write-ahead is enforced by the types, not by the order of calls in a command.
 //!
 //! The jobs are split by file: [`prepare`] (discover and plan), [`validate`] (the request's
-//! checks), [`schedule`] (stages, per-type pipelines, batches, turns) and [`line`] (one line
-//! through the journal protocol: acquire, read again, act, release, read back).
+//! checks), [`schedule`] (stages, per-type pipelines, batches, turns), [`line`] (one line
+//! through the journal protocol: acquire, read again, act, release) and [`readback`] (the
+//! read-back between act and release).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -25,10 +26,12 @@ use crate::stats::Phases;
 
 mod line;
 mod prepare;
+mod readback;
 mod schedule;
 mod validate;
 
 pub use prepare::prepare;
+pub use readback::READ_BACK_ENV;
 pub use validate::{validate, LONGEST_TEXT};
 
 /// How old a batch's read under the lock may be when a line's turn to change comes, beyond the time
@@ -172,7 +175,7 @@ impl Prepared {
                 }
                 continue;
             }
-            // Read back inside: each type as soon as its own lines have ended.
+            // Read back inside: each batch before its release.
             let done = run.stage(&mut self.plan, &lines).await;
             if stage == Stage::First {
                 crate::plan::hold_back(&mut self.plan, &done);

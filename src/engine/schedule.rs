@@ -3,7 +3,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
-use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt;
@@ -64,21 +63,13 @@ impl Drop for Turn<'_> {
     }
 }
 
-/// What a part of a stage (one type's pipeline) hands back as it goes.
-pub(super) enum Ended {
-    /// A batch's lines (`(index in the plan, line)` pairs), as it ended.
-    Batch(Vec<(usize, Item)>),
-    /// The part's lines, once every batch of it had ended, as their read-back left them.
-    Verified(Vec<(usize, Item)>),
-}
-
 impl Run<'_> {
     /// Carry out the planned lines among `lines`, [`crate::journal::batch_size`] at a time; a resource's lines stay in
     /// one batch, in plan order. Each resource type goes through its own batches, side by side with
     /// the others (each service has its own quota), with `--concurrency` changes in flight and up
     /// to [`BATCHES_IN_FLIGHT`] batches; `--concurrency 1` is one change at a time, in plan order.
-    /// Each type's done lines are read back once its last batch has ended. Returns the resources
-    /// whose change was made (before their read-back).
+    /// Each batch's done lines are read back before its release. Returns the resources whose change
+    /// was made and confirmed.
     pub(super) async fn stage(&self, plan: &mut Plan, lines: &[usize]) -> BTreeSet<String> {
         let command = plan.command;
         let picked: Vec<usize> = lines
@@ -107,42 +98,20 @@ impl Run<'_> {
             .collect();
         let bar = &bar;
         let pipelines = parts.values().zip(&types).map(|(part, pipeline)| {
-            // Each batch's lines as they ended, for the read-back once the part's last batch ends.
-            let ended = Arc::new(std::sync::Mutex::new(Vec::new()));
-            let collected = Arc::clone(&ended);
-            let batches = futures::stream::iter(batch_plans(plan, part).into_iter().enumerate())
+            futures::stream::iter(batch_plans(plan, part).into_iter().enumerate())
                 .map(move |(number, (indices, mut lines, local))| async move {
                     self.batch(&mut lines, command, local, bar, (pipeline, number)).await;
-                    (indices, lines)
+                    let lines: Vec<(usize, Item)> = indices.into_iter().zip(lines.items).collect();
+                    lines
                 })
                 .buffer_unordered(in_flight)
-                .map(move |(indices, lines)| {
-                    let lines: Vec<(usize, Item)> = indices.into_iter().zip(lines.items).collect();
-                    if let Ok(mut ended) = collected.lock() {
-                        ended.extend(lines.iter().cloned());
-                    }
-                    Ended::Batch(lines)
-                });
-            // Read back as soon as the type is done, while the slower types still change: the
-            // read-back of a fast type never waits for the last change of a slow one.
-            let verified = futures::stream::once(async move {
-                let mut lines = ended.lock().map(|mut e| std::mem::take(&mut *e)).unwrap_or_default();
-                self.verify(&mut lines).await;
-                Ended::Verified(lines)
-            });
-            batches.chain(verified).boxed()
+                .boxed()
         });
         let mut ended = futures::stream::select_all(pipelines);
         let mut done = BTreeSet::new();
-        while let Some(part) = ended.next().await {
-            let lines: Vec<(usize, Item)> = match part {
-                Ended::Batch(lines) => {
-                    let changed = lines.iter().filter(|(_, i)| i.status == Status::Done);
-                    done.extend(changed.map(|(_, i)| i.resource.clone()));
-                    lines
-                }
-                Ended::Verified(lines) => lines,
-            };
+        while let Some(lines) = ended.next().await {
+            let changed = lines.iter().filter(|(_, i)| i.status == Status::Done);
+            done.extend(changed.map(|(_, i)| i.resource.clone()));
             for (i, item) in lines {
                 plan.items[i] = item;
             }
@@ -153,7 +122,8 @@ impl Run<'_> {
     }
 
     /// One batch (the `number`th of its type): acquire; then, with the type's turn, read again and
-    /// start the changes (passing the turn on when the last has started); release once they end.
+    /// start the changes (passing the turn on when the last has started); once they end, read the
+    /// done ones back, then release.
     pub(super) async fn batch(
         &self,
         plan: &mut Plan,
@@ -195,7 +165,7 @@ impl Run<'_> {
         // The types of the lines started so far: each line's read may be as old as their changes take.
         let started: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
         let (unstarted, started, turn, changing) = (&unstarted, &started, &turn, &changing);
-        let acted: Vec<(Item, Line)> = futures::stream::iter(work)
+        let mut acted: Vec<(Item, Line)> = futures::stream::iter(work)
             .map(|group| async move {
                 let mut fresh_for = STALE;
                 // Nothing to change (skipped at acquire, failed at the read): no slot, no wait.
@@ -214,12 +184,10 @@ impl Run<'_> {
                 } else {
                     None
                 };
-                let mut out = Vec::with_capacity(group.len());
-                for (mut item, mut line) in group {
-                    self.act(command, &mut item, &mut line, read_at, fresh_for).await;
+                let out = self.act_resource(command, group, read_at, fresh_for).await;
+                for (item, _) in &out {
                     bar.set_message(format!("{} {}", item.resource_type, item.name));
                     bar.inc(1);
-                    out.push((item, line));
                 }
                 out
             })
@@ -229,6 +197,8 @@ impl Run<'_> {
             .await;
         // Also when no group had anything to change (then none passed it).
         turn.pass();
+        // Read back before the release: no record is marked done or deleted on trust.
+        self.read_back(&mut acted).await;
         let mut releasing = Vec::new();
         let mut order = Vec::new();
         for (item, line) in acted {

@@ -179,6 +179,33 @@ impl Recovering {
     }
 }
 
+impl Release {
+    /// Whether the record goes with this release: only a recovery that was carried out deletes it,
+    /// so only such a release waits for its read-back (the finalizer's rule: the marker goes once
+    /// the cleanup is confirmed).
+    pub fn deletes_record(&self) -> bool {
+        matches!(self.outcome, Outcome::Recovered)
+    }
+
+    /// The record as this release will leave it (`None`: deleted), before it is written: what a
+    /// read-back compares the live state with (a zonal shift's record names the shift started).
+    pub fn record_after(&self) -> Option<Record> {
+        super::protocol::release_write(&self.line, &self.outcome, "").1
+    }
+
+    /// The read-back did not confirm the change: nothing that would forget it is written. A
+    /// recovery's record stays as it was (its `Recovered` becomes `Kept`); an evacuation's done mark
+    /// is written all the same, since the change may have landed and the record must cover it
+    /// (recover reconciles it from the live state).
+    pub fn unconfirmed(self) -> Release {
+        let outcome = match self.outcome {
+            Outcome::Recovered => Outcome::Kept,
+            other => other,
+        };
+        Release { outcome, ..self }
+    }
+}
+
 /// What one act said, through [`Guard::cover`], it was about to do: the most it can have done.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Declared {

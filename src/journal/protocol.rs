@@ -452,7 +452,7 @@ impl Journal {
 }
 
 /// The record write that ends a held line, and the record it leaves (`None`: deleted or none).
-fn release_write(held: &HeldLine, outcome: &Outcome, now: &str) -> (Option<Write>, Option<Record>) {
+pub(super) fn release_write(held: &HeldLine, outcome: &Outcome, now: &str) -> (Option<Write>, Option<Record>) {
     let record = &held.record;
     match outcome {
         Outcome::Evacuated {

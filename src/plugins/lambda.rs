@@ -3,7 +3,8 @@
 //! Published versions are immutable, so aliases that point at them keep the old network
 //! configuration; the plan says so. A function is locked while an update is in progress: azevac waits
 //! for `LastUpdateStatus` to leave `InProgress`, and retries (bounded) on `ResourceConflictException`.
-//! The update carries the `RevisionId` read at planning time, so a concurrent change is detected
+//! The update carries the `RevisionId` of a read made right before it, after every wait (AWS changes
+//! the revision on each update and again when it completes), so a concurrent change is detected
 //! (`PreconditionFailedException`) instead of overwritten.
 
 use std::collections::BTreeMap;
@@ -209,6 +210,96 @@ impl Lambda {
     }
 }
 
+/// How one try of an update ended badly: refused because another update holds the function
+/// (tried again), or for good.
+enum Try {
+    Conflict(Error),
+    Fatal(Error),
+}
+
+impl Try {
+    fn into_error(self) -> Error {
+        match self {
+            Try::Conflict(e) | Try::Fatal(e) => e,
+        }
+    }
+}
+
+impl Lambda {
+    /// One try of setting `subnets` on the function `resource` was read as: a fresh read (once any
+    /// update in progress has ended), then the update, sent with that read's `RevisionId`. AWS
+    /// changes a function's revision on every update and again when the update completes
+    /// (aws/aws-sdk#377; Lambda API reference, UpdateFunctionConfiguration: "RevisionId: update
+    /// the function only if the revision ID matches"), so a revision read before a wait, or before
+    /// the previous line's update of the same function, is refused (`PreconditionFailedException`).
+    /// The change was computed from `resource`: a function whose network settings differ now was
+    /// changed by someone else, and the line is planned again rather than overwriting it.
+    async fn update_once(&self, resource: &Resource, subnets: &[String]) -> std::result::Result<(), Try> {
+        let mut current = self.current(&resource.id).await.map_err(Try::Fatal)?;
+        if current.1.update_in_progress {
+            self.wait_until_updated(&resource.id).await.map_err(Try::Fatal)?;
+            current = self.current(&resource.id).await.map_err(Try::Fatal)?;
+        }
+        let (live, detail) = current;
+        let planned: Detail = resource.detail_as().map_err(Try::Fatal)?;
+        let same = |a: &[String], b: &[String]| {
+            let set = |v: &[String]| v.iter().cloned().collect::<std::collections::BTreeSet<_>>();
+            set(a) == set(b)
+        };
+        if !same(&live.subnets, &resource.subnets) || !same(&detail.security_groups, &planned.security_groups) {
+            return Err(Try::Fatal(Error::ChangedSincePlan {
+                resource: resource.name.clone(),
+                source: format!(
+                    "its subnets are now [{}], the change was computed from [{}]",
+                    live.subnets.join(", "),
+                    resource.subnets.join(", ")
+                )
+                .into(),
+            }));
+        }
+        let vpc = VpcConfig::builder()
+            .set_subnet_ids(Some(subnets.to_vec()))
+            .set_security_group_ids(Some(detail.security_groups.clone()))
+            .set_ipv6_allowed_for_dual_stack(detail.ipv6_allowed_for_dual_stack)
+            .build();
+        let out = self
+            .client
+            .update_function_configuration()
+            .function_name(&resource.id)
+            .vpc_config(vpc)
+            .set_revision_id(detail.revision_id.clone())
+            .send()
+            .await
+            .map_err(|e| match e.as_service_error() {
+                Some(s) if s.is_resource_conflict_exception() => {
+                    Try::Conflict(Error::from_sdk("lambda:UpdateFunctionConfiguration", e))
+                }
+                Some(s) if s.is_precondition_failed_exception() => Try::Fatal(Error::ChangedSincePlan {
+                    resource: resource.name.clone(),
+                    source: Box::new(e),
+                }),
+                _ => Try::Fatal(Error::from_sdk("lambda:UpdateFunctionConfiguration", e)),
+            })?;
+        if out.last_update_status() == Some(&LastUpdateStatus::InProgress) {
+            self.wait_until_updated(&resource.id).await.map_err(Try::Fatal)?;
+        }
+        Ok(())
+    }
+
+    /// The function as it is now, with its detail; gone is an error here (it existed under the lock).
+    async fn current(&self, arn: &str) -> Result<(Resource, Detail)> {
+        let Some(live) = self.get(arn).await? else {
+            return Err(Error::NotFound {
+                operation: "lambda:GetFunction",
+                resource: arn.to_owned(),
+                source: "it was deleted while azevac held its lock".into(),
+            });
+        };
+        let detail: Detail = live.detail_as()?;
+        Ok((live, detail))
+    }
+}
+
 #[async_trait]
 impl SubnetService for Lambda {
     fn resource_type(&self) -> &'static str {
@@ -246,49 +337,19 @@ impl SubnetService for Lambda {
     }
 
     async fn apply(&self, resource: &Resource, subnets: &[String]) -> Result<()> {
-        let detail: Detail = resource.detail_as()?;
-        if detail.update_in_progress {
-            self.wait_until_updated(&resource.id).await?;
-        }
-        let vpc = VpcConfig::builder()
-            .set_subnet_ids(Some(subnets.to_vec()))
-            .set_security_group_ids(Some(detail.security_groups.clone()))
-            .set_ipv6_allowed_for_dual_stack(detail.ipv6_allowed_for_dual_stack)
-            .build();
-        let update = || {
-            self.client
-                .update_function_configuration()
-                .function_name(&resource.id)
-                .vpc_config(vpc.clone())
-                .set_revision_id(detail.revision_id.clone())
-                .send()
-        };
         let backoff = ExponentialBuilder::default()
             .with_min_delay(self.conflict_backoff)
             .with_max_delay(self.conflict_backoff * 16)
             .with_max_times(CONFLICT_TRIES - 1);
-        let out = update
+        (|| self.update_once(resource, subnets))
             .retry(backoff)
             .sleep(tokio::time::sleep)
-            .when(|e| e.as_service_error().is_some_and(|e| e.is_resource_conflict_exception()))
+            .when(|e| matches!(e, Try::Conflict(_)))
             .notify(|_, delay| {
                 tracing::info!(function = %resource.id, ?delay, "function is locked by another update; retrying")
             })
             .await
-            .map_err(|e| {
-                if e.as_service_error().is_some_and(|e| e.is_precondition_failed_exception()) {
-                    Error::ChangedSincePlan {
-                        resource: resource.name.clone(),
-                        source: Box::new(e),
-                    }
-                } else {
-                    Error::from_sdk("lambda:UpdateFunctionConfiguration", e)
-                }
-            })?;
-        if out.last_update_status() == Some(&LastUpdateStatus::InProgress) {
-            self.wait_until_updated(&resource.id).await?;
-        }
-        Ok(())
+            .map_err(Try::into_error)
     }
 
     /// A function's Lambda-managed network interfaces (Hyperplane: one per subnet and
@@ -456,6 +517,20 @@ mod tests {
         to_resource(f)
     }
 
+    /// GetFunction answering the function of [`resource`] with `revision`, every time.
+    fn live(revision: &'static str) -> aws_smithy_mocks::Rule {
+        mock!(aws_sdk_lambda::Client::get_function)
+            .sequence()
+            .output(move || {
+                let mut f = function("fn", &["subnet-a", "subnet-b"]);
+                f.revision_id = Some(revision.into());
+                f.last_update_status = Some(LastUpdateStatus::Successful);
+                GetFunctionOutput::builder().configuration(f).build()
+            })
+            .repeatedly()
+            .build()
+    }
+
     #[tokio::test]
     async fn discovery_pages_and_leaves_out_functions_without_a_vpc() {
         let page1 = mock!(aws_sdk_lambda::Client::list_functions)
@@ -538,13 +613,15 @@ mod tests {
             .times(2)
             .output(|| UpdateFunctionConfigurationOutput::builder().build())
             .build();
-        let client = mock_client!(aws_sdk_lambda, RuleMode::MatchAny, [&update]);
+        let get = live("rev-1");
+        let client = mock_client!(aws_sdk_lambda, RuleMode::MatchAny, [&get, &update]);
         let plugin = Lambda::new(client).with_conflict_backoff(Duration::from_millis(1));
         plugin
             .apply(&resource(false), &["subnet-a".into()])
             .await
             .expect("third try succeeds");
         assert_eq!(update.num_calls(), 3);
+        assert_eq!(get.num_calls(), 3, "each try reads the revision afresh");
     }
 
     #[tokio::test]
@@ -560,7 +637,8 @@ mod tests {
             })
             .repeatedly()
             .build();
-        let client = mock_client!(aws_sdk_lambda, RuleMode::MatchAny, [&update]);
+        let get = live("rev-1");
+        let client = mock_client!(aws_sdk_lambda, RuleMode::MatchAny, [&get, &update]);
         let plugin = Lambda::new(client).with_conflict_backoff(Duration::from_millis(1));
         let err = plugin
             .apply(&resource(false), &["subnet-a".into()])
@@ -582,7 +660,8 @@ mod tests {
                     .build(),
             )
         });
-        let client = mock_client!(aws_sdk_lambda, RuleMode::MatchAny, [&update]);
+        let get = live("rev-1");
+        let client = mock_client!(aws_sdk_lambda, RuleMode::MatchAny, [&get, &update]);
         let err = Lambda::new(client)
             .apply(&resource(false), &["subnet-a".into()])
             .await
@@ -594,36 +673,66 @@ mod tests {
         assert_eq!(update.num_calls(), 1, "a precondition failure is not retried");
     }
 
-    /// A function whose update is in progress is waited for before and after the change.
+    /// Issue 50: a function whose update is in progress is waited for before and after the change,
+    /// and the update carries the revision read after the wait: AWS changes it when the update in
+    /// progress completes (aws/aws-sdk#377), so the one read before the wait would be refused.
     #[tokio::test]
-    async fn waits_while_an_update_is_in_progress() {
-        let status = |s: LastUpdateStatus| {
-            GetFunctionOutput::builder()
-                .configuration(FunctionConfiguration::builder().last_update_status(s).build())
-                .build()
+    async fn issue_50_the_revision_sent_is_the_one_read_after_the_wait() {
+        let answer = |status: LastUpdateStatus, revision: &str| {
+            let mut f = function("fn", &["subnet-a", "subnet-b"]);
+            f.last_update_status = Some(status);
+            f.revision_id = Some(revision.into());
+            GetFunctionOutput::builder().configuration(f).build()
         };
         let get = mock!(aws_sdk_lambda::Client::get_function)
             .sequence()
-            .output(move || status(LastUpdateStatus::InProgress))
-            .output(move || status(LastUpdateStatus::Successful))
-            .output(move || status(LastUpdateStatus::Successful))
+            .output(move || answer(LastUpdateStatus::InProgress, "rev-1"))
+            .output(move || answer(LastUpdateStatus::Successful, "rev-2"))
+            .output(move || answer(LastUpdateStatus::Successful, "rev-2"))
+            .output(move || answer(LastUpdateStatus::Successful, "rev-4"))
             .build();
-        let update = mock!(aws_sdk_lambda::Client::update_function_configuration).then_output(|| {
-            UpdateFunctionConfigurationOutput::builder()
-                .last_update_status(LastUpdateStatus::InProgress)
-                .build()
-        });
+        let update = mock!(aws_sdk_lambda::Client::update_function_configuration)
+            .match_requests(|r| r.revision_id() == Some("rev-2"))
+            .then_output(|| {
+                UpdateFunctionConfigurationOutput::builder()
+                    .last_update_status(LastUpdateStatus::InProgress)
+                    .revision_id("rev-3")
+                    .build()
+            });
         let client = mock_client!(aws_sdk_lambda, RuleMode::MatchAny, [&get, &update]);
         Lambda::new(client)
             .apply(&resource(true), &["subnet-a".into()])
             .await
-            .expect("updated");
+            .expect("updated with the revision read after the wait");
         assert_eq!(update.num_calls(), 1);
         assert_eq!(
             get.num_calls(),
-            3,
-            "polled until Successful before, and once after the update"
+            4,
+            "read, polled until Successful, read afresh, and polled once after the update"
         );
+    }
+
+    /// Issue 50: the change was computed from subnets the function no longer has (someone changed
+    /// it since the read under the lock): nothing is sent, and the line is planned again.
+    #[tokio::test]
+    async fn issue_50_a_function_changed_since_the_read_is_not_overwritten() {
+        let get = mock!(aws_sdk_lambda::Client::get_function)
+            .sequence()
+            .output(|| {
+                let f = function("fn", &["subnet-a", "subnet-b", "subnet-c"]);
+                GetFunctionOutput::builder().configuration(f).build()
+            })
+            .repeatedly()
+            .build();
+        let update = mock!(aws_sdk_lambda::Client::update_function_configuration)
+            .then_output(|| UpdateFunctionConfigurationOutput::builder().build());
+        let client = mock_client!(aws_sdk_lambda, RuleMode::MatchAny, [&get, &update]);
+        let err = Lambda::new(client)
+            .apply(&resource(false), &["subnet-a".into()])
+            .await
+            .expect_err("refused");
+        assert!(err.to_string().contains("changed by someone else"), "{err}");
+        assert_eq!(update.num_calls(), 0);
     }
 
     /// The listing of every version, `pages` pages of 50 entries: each function's `$LATEST`, and

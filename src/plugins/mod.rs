@@ -430,6 +430,14 @@ pub trait Plugin: Send + Sync {
         Ok(())
     }
 
+    /// Whether a resource's lines in one run make one change (a recovery of several zones): the
+    /// last line still planned carries what all of them put back, computed from the one fresh read
+    /// under the lock, and the others share its outcome and its read-back. Default: each line is a
+    /// change of its own.
+    fn folds_lines(&self) -> bool {
+        false
+    }
+
     /// Carry one evacuation line out. Before each changing call, `held.cover(...)` with what that
     /// call may do, unless it is exactly the line's planned change (the engine journalled that
     /// before the act): a change computed again inside the act (after a 409, or the next step of

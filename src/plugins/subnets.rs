@@ -135,6 +135,13 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
         self.service.stage(command)
     }
 
+    /// One update sets a resource's whole subnet list, so a resource's lines fold into one: two
+    /// updates in a row would send the second with settings read before the first (a Lambda
+    /// function's revision, which AWS changes on every update).
+    fn folds_lines(&self) -> bool {
+        true
+    }
+
     async fn plan_evacuation(&self, scope: &Scope<'_>) -> Result<Vec<Item>> {
         let filters = scope.filters();
         let how = Evacuation::of(scope.request, scope.zone);
@@ -229,6 +236,8 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
             .into_iter()
             .collect();
         let mut live = self.service.read(&ids).await?;
+        // The subnets as read: the change that carries a resource's lines is computed from these.
+        let read: BTreeMap<String, Vec<String>> = live.iter().map(|(id, r)| (id.clone(), r.subnets.clone())).collect();
         let planned = self.planned().clone();
         let outcome = (|| -> Result<()> {
             for (line, held) in lines.iter_mut().zip(held) {
@@ -262,6 +271,19 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
                 // The next line of the same resource builds on this one's result.
                 if let (Status::Planned, Some(resource)) = (line.status, live.get_mut(&line.resource)) {
                     resource.subnets = line.resulting_subnets.clone();
+                }
+            }
+            // The last planned line of each resource carries the one change (folds_lines): from the
+            // subnets as read, to the result of every line.
+            let mut carriers: BTreeMap<String, usize> = BTreeMap::new();
+            for (n, line) in lines.iter().enumerate() {
+                if line.status == Status::Planned {
+                    carriers.insert(line.resource.clone(), n);
+                }
+            }
+            for (resource, n) in carriers {
+                if let (Some(target), Some(subnets)) = (lines[n].target.as_mut(), read.get(&resource)) {
+                    target.subnets = subnets.clone();
                 }
             }
             Ok(())

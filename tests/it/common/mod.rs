@@ -11,6 +11,7 @@ pub mod moto;
 pub mod proxy;
 pub mod query;
 pub mod rds;
+pub mod strict;
 pub mod tasks;
 pub mod volumes;
 pub mod zonal;

@@ -165,6 +165,9 @@ struct State {
     tasks: super::tasks::FakeTasks,
     /// Rules that fail only their next so many matching calls (see [`Proxy::fail_next`]).
     fail_next: Vec<(FailRule, usize)>,
+    /// What AWS does that the emulator does not (issue 50), once [`Proxy::strict`] is on; kept
+    /// across [`Proxy::set`].
+    strict: super::strict::Strict,
 }
 
 /// A running proxy.
@@ -371,6 +374,25 @@ impl Proxy {
         f(&mut self.state.lock().expect("state").tasks)
     }
 
+    /// From now on, answer as AWS does where the emulator is lenient (tests/it/common/strict.rs):
+    /// reads that lag writes, Lambda's revisions and update lifecycle, the subnet limits.
+    pub fn strict(&self) {
+        self.state.lock().expect("state").strict.on = true;
+    }
+
+    /// Time passes: every read answers with the newest state again (a consistency window is
+    /// seconds; an operator's next command comes later than that).
+    pub fn settle_reads(&self) {
+        self.state.lock().expect("state").strict.time_passes();
+    }
+
+    /// How many answers the strict layer gave from before a write, and the refusals it made
+    /// (`service:code`), since the proxy started.
+    pub fn strictness(&self) -> (usize, Vec<String>) {
+        let state = self.state.lock().expect("state");
+        (state.strict.stale_answers, state.strict.refusals.clone())
+    }
+
     /// Whether the watched process was killed since the last `set`.
     pub fn killed(&self) -> bool {
         self.state.lock().expect("state").killed
@@ -529,6 +551,30 @@ async fn handle(
                     .body(Body::from(super::query::error_xml(code, &message)))
                     .expect("response");
             }
+            let path_and_query = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/").to_owned();
+            let strict_on = cbor.is_none() && state.lock().expect("state").strict.on;
+            let mut replaced_body = false;
+            if strict_on {
+                let before = state.lock().expect("state").strict.before(
+                    &service,
+                    parts.method.as_str(),
+                    &path_and_query,
+                    &action,
+                    &text,
+                );
+                match before {
+                    super::strict::Before::Answer(answer) => return finish(&state, &service, kill_after, answer),
+                    super::strict::Before::Forward(Some(body)) => {
+                        bytes = body.into();
+                        replaced_body = true;
+                    }
+                    super::strict::Before::Forward(None) => {}
+                    super::strict::Before::Freeze(reads) => {
+                        let frozen = read_again(&client, upstream, reads).await;
+                        state.lock().expect("state").strict.freeze(frozen);
+                    }
+                }
+            }
             let uri = match cbor {
                 Some(_) => format!("{upstream}/"),
                 None => format!(
@@ -539,6 +585,9 @@ async fn handle(
             let mut forward = Request::builder().method(parts.method.clone()).uri(uri);
             for (name, value) in &parts.headers {
                 let encoding = ["content-type", "content-length", "smithy-protocol", "accept"];
+                if replaced_body && name.as_str() == "content-length" {
+                    continue;
+                }
                 if cbor.is_none() || !encoding.contains(&name.as_str()) {
                     forward = forward.header(name, value);
                 }
@@ -548,12 +597,43 @@ async fn handle(
                     .header("content-type", "application/x-amz-json-1.0")
                     .header("x-amz-target", format!("{}.{operation}", super::cbor::TARGET));
             }
+            let sent_headers: Vec<(String, String)> = parts
+                .headers
+                .iter()
+                .filter(|(n, _)| n.as_str() != "content-length")
+                .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or_default().to_owned()))
+                .collect();
             let forwarded = client.request(forward.body(Body::from(bytes)).expect("request")).await;
             let response = match forwarded {
                 Ok(resp) => {
                     let (mut p, b) = resp.into_parts();
                     let body = b.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
                     let answered = String::from_utf8_lossy(&body);
+                    if strict_on {
+                        let status = p.status.as_u16();
+                        let mut st = state.lock().expect("state");
+                        if service == "lambda" {
+                            let method = parts.method.as_str();
+                            if let Some(stamped) = st.strict.lambda_after(method, &path_and_query, status, &answered) {
+                                drop(st);
+                                p.headers.remove("content-length");
+                                return finish(
+                                    &state,
+                                    &service,
+                                    kill_after,
+                                    Response::from_parts(p, Body::from(stamped)),
+                                );
+                            }
+                        } else if status == 200 && super::strict::is_read(parts.method.as_str(), &action) {
+                            let sent = super::strict::Sent {
+                                method: parts.method.as_str().to_owned(),
+                                uri: path_and_query.clone(),
+                                headers: sent_headers.clone(),
+                                body: text.clone(),
+                            };
+                            st.strict.read_seen(&service, sent);
+                        }
+                    }
                     let rewritten = {
                         let mut st = state.lock().expect("state");
                         let status = p.status.as_u16();
@@ -594,6 +674,44 @@ async fn handle(
             response
         }
     }
+}
+
+/// The strict layer's reads of a service, sent again to the emulator right before one of its
+/// writes: how each answers just before it, as `(key, status, content type, body)`.
+async fn read_again(
+    client: &Client<hyper_util::client::legacy::connect::HttpConnector, Body>,
+    upstream: &str,
+    reads: Vec<(String, super::strict::Sent)>,
+) -> Vec<(String, u16, String, String)> {
+    let mut frozen = Vec::new();
+    for (key, sent) in reads {
+        let mut request = Request::builder()
+            .method(sent.method.as_str())
+            .uri(format!("{upstream}{}", sent.uri));
+        for (name, value) in &sent.headers {
+            request = request.header(name, value);
+        }
+        let Ok(request) = request.body(Body::from(sent.body.clone())) else {
+            continue;
+        };
+        if let Ok(answer) = client.request(request).await {
+            let status = answer.status().as_u16();
+            let content_type = answer
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("application/json")
+                .to_owned();
+            let body = answer
+                .into_body()
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
+            frozen.push((key, status, content_type, String::from_utf8_lossy(&body).into_owned()));
+        }
+    }
+    frozen
 }
 
 /// Counts a call in flight while it lives (a call whose client went away is dropped, and leaves).
