@@ -101,7 +101,7 @@ impl Context {
             operation_timeout: global.operation_timeout,
             account_concurrency: usize::from(global.account_concurrency),
             pacing,
-            run_id: uuid::Uuid::new_v4().to_string(),
+            run_id: uuid::Uuid::now_v7().to_string(),
             show_skipped: false,
             heading: None,
             caller: tokio::sync::OnceCell::new(),
@@ -170,7 +170,7 @@ impl Context {
     /// in the journal), and the journal read afresh (what an earlier run read is stale by now).
     pub fn for_another_run(&self, interrupt: crate::interrupt::Interrupt) -> Context {
         Context {
-            run_id: uuid::Uuid::new_v4().to_string(),
+            run_id: uuid::Uuid::now_v7().to_string(),
             journal: self.journal.fresh(),
             interrupt: Some(interrupt),
             ..self.with_sdk(self.sdk.clone())

@@ -1629,6 +1629,8 @@ kind!(db = Db;
     kill_at_every_call: issue_31_a_kill_at_every_call_loses_nothing,
     changed_by_hand: issue_31_a_change_by_hand_before_the_change_is_kept,
     vanished: issue_31_a_vanished_resource_is_reported,
+    #[ignore = "issue 50, open: a writer failed over from two zones fails back only once in one recover (its \
+                second line is planned from the read before the first failback; db reads again only on evacuate)"]
     two_zones_recovered_in_one_run: issue_50_two_zones_are_recovered_in_one_run,
 );
 kind!(batch = Batch;

@@ -138,10 +138,12 @@ impl Plugin for Databases {
         Ok(items)
     }
 
-    async fn plan_recovery(&self, records: Vec<Record>, scope: &Scope<'_>) -> Result<Vec<Item>> {
+    async fn plan_recovery(&self, mut records: Vec<Record>, scope: &Scope<'_>) -> Result<Vec<Item>> {
         if records.is_empty() {
             return Ok(Vec::new());
         }
+        // A writer failed over twice (two zones) fails back the way it came: the last first.
+        crate::plan::latest_first(&mut records);
         let zones = self.rds.zones().await?;
         let databases = self.read(&zones, records.iter().map(|r| r.resource.as_str())).await?;
         Ok(records

@@ -126,8 +126,11 @@ impl Plugin for NodePools {
         Ok(items)
     }
 
-    async fn plan_recovery(&self, records: Vec<Record>, scope: &Scope<'_>) -> Result<Vec<Item>> {
+    async fn plan_recovery(&self, mut records: Vec<Record>, scope: &Scope<'_>) -> Result<Vec<Item>> {
         let forget_missing = scope.request.forget_missing;
+        // A value taken out of an `In` is put back where it stood: the last exclusion first, so
+        // that each goes back into the list its own position was counted in.
+        crate::plan::latest_first(&mut records);
         let mut items = Vec::new();
         for record in &records {
             let (cluster_name, is_pool, name) = decide::parse_resource(&record.resource).unwrap_or_default();
