@@ -212,6 +212,17 @@ pub fn recovery(
         missing(&mut item, "resource", forget_missing);
         return item;
     };
+    // What azevac cannot change it cannot put back either (an ECS service being deleted refuses
+    // UpdateService): the line says why and the record stays, for the operator to decide on (once
+    // the resource is gone, `--forget-missing` deletes it).
+    if let Some(why) = &current.unsupported {
+        item.current_subnets = current.subnets.clone();
+        item.resulting_subnets = current.subnets.clone();
+        item.status = Status::Skipped;
+        item.unfinished = true;
+        item.reason = Some(format!("not put back: {why}; journal record kept"));
+        return item;
+    }
     let (restorable, gone): (Vec<String>, Vec<String>) = record
         .removed_subnets
         .iter()
@@ -569,6 +580,28 @@ mod tests {
         // "c" was removed by someone since and stays removed.
         assert_eq!(item.resulting_subnets, ["e", "a", "b"]);
         assert!(item.changes_resource());
+    }
+
+    /// Issue 50: a resource azevac can no longer change (an ECS service being deleted) is not
+    /// acted on by recover either: its line says why, and its record is kept for the operator.
+    #[test]
+    fn issue_50_a_record_of_a_resource_that_cannot_be_changed_is_reported_not_acted_on() {
+        let existing = sites(&[("b", "use1-az2")]);
+        let mut draining = asg(&["a"]);
+        draining.unsupported = Some("being deleted (status DRAINING)".into());
+        let item = recovery(&record(&["b"]), Some(&draining), &existing, true);
+        assert_eq!(item.status, Status::Skipped);
+        assert!(
+            item.unfinished,
+            "the record is kept for the operator, even with --forget-missing"
+        );
+        let reason = item.reason.clone().unwrap_or_default();
+        assert!(
+            reason.contains("being deleted") && reason.contains("journal record kept"),
+            "{reason}"
+        );
+        assert_eq!(item.resulting_subnets, ["a"]);
+        assert!(!item.changes_resource());
     }
 
     fn strings(list: &[&str]) -> Vec<String> {

@@ -8,7 +8,10 @@
 //! reason. The plan line says what the update does to running jobs (the environment's
 //! `updatePolicy`, which azevac never changes). Unmanaged environments are listed, never changed:
 //! their instances are the operator's. An environment whose update is in progress is waited for
-//! (bounded); an `INVALID` one is skipped, since AWS cannot update it before it is fixed.
+//! (bounded); an `INVALID` one is skipped, since AWS cannot update it before it is fixed. The line
+//! also says what else the infrastructure update rolls the environment onto: the version a launch
+//! template at `$Latest` or `$Default` resolves to now, and, where nothing names the AMI, the newest
+//! AMI Batch supports if `updateToLatestImageVersion` is on.
 //! `exposure` and the headroom check count its jobs in the zone: the running tasks of its ECS
 //! cluster there.
 
@@ -17,7 +20,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_batch::types::{
-    CeStatus, CeType, ComputeEnvironmentDetail, ComputeResourceUpdate, CrAllocationStrategy, CrType,
+    CeStatus, CeType, ComputeEnvironmentDetail, ComputeResource, ComputeResourceUpdate, CrAllocationStrategy, CrType,
 };
 use serde::{Deserialize, Serialize};
 
@@ -362,12 +365,81 @@ fn jobs_note(environment: &ComputeEnvironmentDetail) -> String {
     }
 }
 
+/// The launch template versions Batch resolves again on every infrastructure update.
+const MOVING_VERSIONS: [&str; 2] = ["$Latest", "$Default"];
+
+/// What else an infrastructure update (the change of subnets on EC2 and Spot) rolls the
+/// environment onto, in the plan line's words; nothing on Fargate, which has no launch template.
+///
+/// - A launch template (or an override) at `$Latest` or `$Default` (the default when no version is
+///   given) is evaluated again, "even if the launch template isn't specified in the update": the new
+///   instances get the version it names now, which need not be the one running (Batch API Reference,
+///   LaunchTemplateSpecification,
+///   <https://docs.aws.amazon.com/batch/latest/APIReference/API_LaunchTemplateSpecification.html>).
+/// - With `updateToLatestImageVersion` the update also moves the instances to the newest AMI Batch
+///   supports, unless an AMI is named (`imageId`, `imageIdOverride`, the launch template)
+///   (ComputeResourceUpdate,
+///   <https://docs.aws.amazon.com/batch/latest/APIReference/API_ComputeResourceUpdate.html>; AWS Batch
+///   User Guide, "Perform infrastructure updates",
+///   <https://docs.aws.amazon.com/batch/latest/userguide/infrastructure-updates.html>).
+///   `DescribeComputeEnvironments` does not say whether it is on, so where nothing names the AMI the
+///   line says that it may happen.
+fn rollover_notes(resources: &ComputeResource) -> Vec<String> {
+    if !matches!(resources.r#type(), Some(CrType::Ec2 | CrType::Spot)) {
+        return Vec::new();
+    }
+    let mut notes = Vec::new();
+    let template = resources.launch_template();
+    let moving: Vec<String> = template
+        .into_iter()
+        .map(|t| (t.launch_template_name().or(t.launch_template_id()), t.version()))
+        .chain(
+            template
+                .into_iter()
+                .flat_map(|t| t.overrides())
+                .map(|o| (o.launch_template_name().or(o.launch_template_id()), o.version())),
+        )
+        .filter_map(|(name, version)| {
+            let version = version.unwrap_or(MOVING_VERSIONS[1]);
+            MOVING_VERSIONS
+                .contains(&version)
+                .then(|| format!("{} ({version})", name.unwrap_or("?")))
+        })
+        .collect();
+    if !moving.is_empty() {
+        notes.push(format!(
+            "the update re-reads launch template {}: its new instances get the version that resolves to now, which \
+             may not be the one running",
+            moving.join(", ")
+        ));
+    }
+    // `imageId` is deprecated for `imageIdOverride`, but an environment made with it still names
+    // its AMI there.
+    #[allow(deprecated)]
+    let image_id = resources.image_id();
+    let ami_named = image_id.is_some()
+        || resources
+            .ec2_configuration()
+            .iter()
+            .any(|c| c.image_id_override().is_some())
+        || template.is_some();
+    if !ami_named {
+        notes.push(
+            "if updateToLatestImageVersion is on (DescribeComputeEnvironments does not show it), the update also \
+             moves its instances to the newest AMI Batch supports"
+                .to_owned(),
+        );
+    }
+    notes
+}
+
 fn to_resource(environment: &ComputeEnvironmentDetail) -> Option<Resource> {
     let id = environment.compute_environment_arn()?.to_owned();
     let unsupported = unsupported(environment);
     let mut notes = Vec::new();
     if unsupported.is_none() {
         notes.push(jobs_note(environment));
+        notes.extend(environment.compute_resources().map(rollover_notes).unwrap_or_default());
         if environment.status() == Some(&CeStatus::Updating) {
             notes.push("an update is in progress: azevac waits for it to finish first".into());
         }
@@ -508,7 +580,71 @@ mod tests {
         assert!(jobs_note(&fargate).contains("not moved"));
         let resource = to_resource(&ec2).expect("resource");
         assert_eq!(resource.subnets, ["subnet-a", "subnet-b"]);
-        assert_eq!(resource.notes.len(), 1);
+        assert_eq!(
+            resource.notes.len(),
+            2,
+            "the jobs, and the AMI it may roll onto: {:?}",
+            resource.notes
+        );
+    }
+
+    /// Issue 50: the change of subnets is an infrastructure update, which also rolls the
+    /// environment onto what its launch template at `$Latest`/`$Default` names now, and (where no
+    /// AMI is named) onto the newest AMI if `updateToLatestImageVersion` is on: the line says so.
+    #[test]
+    fn issue_50_the_plan_says_what_else_the_infrastructure_update_rolls_onto() {
+        use aws_sdk_batch::types::{
+            Ec2Configuration, LaunchTemplateSpecification, LaunchTemplateSpecificationOverride,
+        };
+        let with_template = |template: Option<LaunchTemplateSpecification>, image: Option<&str>| {
+            let mut e = environment("p", CrType::Ec2, Some(CrAllocationStrategy::BestFitProgressive));
+            let resources = e.compute_resources.as_mut().expect("resources");
+            resources.launch_template = template;
+            resources.ec2_configuration = image.map(|i| {
+                vec![Ec2Configuration::builder()
+                    .image_type("ECS_AL2023")
+                    .image_id_override(i)
+                    .build()]
+            });
+            to_resource(&e).expect("resource").notes
+        };
+        let latest = LaunchTemplateSpecification::builder()
+            .launch_template_name("web")
+            .version("$Latest")
+            .overrides(
+                LaunchTemplateSpecificationOverride::builder()
+                    .launch_template_name("gpu")
+                    .build(),
+            )
+            .build();
+        let notes = with_template(Some(latest), None).join(" | ");
+        assert!(
+            notes.contains("re-reads launch template web ($Latest), gpu ($Default)"),
+            "an override without a version is $Default: {notes}"
+        );
+        assert!(
+            !notes.contains("updateToLatestImageVersion"),
+            "the template may name the AMI: {notes}"
+        );
+        let pinned = LaunchTemplateSpecification::builder()
+            .launch_template_name("web")
+            .version("7")
+            .build();
+        assert_eq!(
+            with_template(Some(pinned), None).len(),
+            1,
+            "a pinned version: only the jobs note"
+        );
+        let batch_ami = with_template(None, None).join(" | ");
+        assert!(batch_ami.contains("if updateToLatestImageVersion is on"), "{batch_ami}");
+        assert_eq!(with_template(None, Some("ami-1")).len(), 1, "an AMI of its own stays");
+        let fargate = to_resource(&environment("f", CrType::Fargate, None)).expect("resource");
+        assert_eq!(
+            fargate.notes.len(),
+            1,
+            "Fargate has no launch template or AMI: {:?}",
+            fargate.notes
+        );
     }
 
     /// Discovery pages; the update sends the subnets and nothing else of the compute resources.

@@ -2,7 +2,9 @@
 //!
 //! Only services in `awsvpc` network mode have subnets; bridge/host services follow their container
 //! instances, and services deployed by CodeDeploy or an external controller cannot have their network
-//! configuration changed by `UpdateService`. Those are listed as skipped with the reason.
+//! configuration changed by `UpdateService`. Those are listed as skipped with the reason, and so is a
+//! service being deleted (`DRAINING`), which `UpdateService` refuses; a deleted one (`INACTIVE`)
+//! reads as gone.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -53,6 +55,11 @@ const READ_CONCURRENCY: usize = 8;
 const REPLACEMENT_NOTE: &str =
     "ECS starts a new deployment: every task of the service is replaced, also those in healthy zones";
 
+/// The status of a service whose deletion has finished (its tasks stopped): as good as gone.
+const INACTIVE: &str = "INACTIVE";
+/// The status of a service being deleted while its tasks stop.
+const DRAINING: &str = "DRAINING";
+
 /// What `apply` needs besides the subnets, so that nothing else in the network configuration is lost.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Detail {
@@ -100,7 +107,7 @@ impl Ecs {
     }
 
     /// Describe services of one cluster, 10 per call, several calls at a time; deleted
-    /// (INACTIVE) services are left out.
+    /// (`INACTIVE`) services are left out, as gone.
     async fn describe(&self, cluster: &str, services: &[String]) -> Result<Vec<Resource>> {
         // Collected first: a lazy map inside the stream trips async-trait's Send check.
         let calls: Vec<_> = services
@@ -152,7 +159,7 @@ impl Ecs {
         Ok(out
             .services()
             .iter()
-            .filter(|s| s.status() != Some("INACTIVE"))
+            .filter(|s| s.status() != Some(INACTIVE))
             .map(|s| to_resource(cluster, s))
             .collect())
     }
@@ -408,13 +415,32 @@ impl Ecs {
     }
 }
 
+/// Why a service in `status` cannot be changed because it is being deleted, if it is.
+///
+/// `DeleteService` moves a service with tasks still to stop from `ACTIVE` to `DRAINING`, and to
+/// `INACTIVE` once they have; `DescribeServices` still shows both
+/// (<https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_DeleteService.html>), and
+/// `UpdateService` refuses a service that is not `ACTIVE` with `ServiceNotActiveException`
+/// (<https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_UpdateService.html#API_UpdateService_Errors>).
+/// Nothing azevac could do to it would last: it is listed, never changed, in either direction.
+fn being_deleted(status: Option<&str>) -> Option<String> {
+    (status == Some(DRAINING)).then(|| {
+        format!(
+            "being deleted (status {DRAINING}): ECS refuses UpdateService on it (ServiceNotActiveException), and \
+             its tasks are stopping"
+        )
+    })
+}
+
 fn to_resource(cluster: &str, service: &Service) -> Resource {
     let awsvpc = service.network_configuration().and_then(|n| n.awsvpc_configuration());
     let controller = service
         .deployment_controller()
         .map(|c| c.r#type().clone())
         .unwrap_or(DeploymentControllerType::Ecs);
-    let unsupported = if awsvpc.is_none() {
+    let unsupported = if let Some(why) = being_deleted(service.status()) {
+        Some(why)
+    } else if awsvpc.is_none() {
         Some("not in awsvpc network mode: its tasks follow their container instances (evacuate their Auto Scaling group)".to_owned())
     } else if controller != DeploymentControllerType::Ecs {
         Some(format!(
@@ -639,6 +665,56 @@ mod tests {
             .expect_err("an unread service is an error");
         let text = crate::error::describe(&err);
         assert!(text.contains("flaky") && text.contains("INTERNAL_ERROR"), "{text}");
+    }
+
+    /// Issue 50: a service being deleted (`DRAINING`) refuses UpdateService: it reads with the
+    /// reason, and the plan lists it as skipped with it; a deleted one (`INACTIVE`) reads as gone.
+    #[tokio::test]
+    async fn issue_50_a_draining_service_is_skipped_as_being_deleted() {
+        let describe = mock!(aws_sdk_ecs::Client::describe_services).then_compute_output(|r| {
+            let services = r.services().iter().map(|arn| {
+                let name = arn.rsplit('/').next().unwrap_or_default();
+                let mut found = service(name);
+                found.status = Some(
+                    match name {
+                        "leaving" => DRAINING,
+                        "gone" => INACTIVE,
+                        _ => "ACTIVE",
+                    }
+                    .into(),
+                );
+                found
+            });
+            DescribeServicesOutput::builder()
+                .set_services(Some(services.collect()))
+                .build()
+        });
+        let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&describe]);
+        let ecs = Ecs::new(client, vec!["prod".into()]);
+        let arn = |name: &str| format!("arn:aws:ecs:us-east-1:123456789012:service/prod/{name}");
+
+        let read = ecs
+            .read(&[arn("web"), arn("leaving"), arn("gone")])
+            .await
+            .expect("read");
+        assert_eq!(read.keys().collect::<Vec<_>>(), [&arn("leaving"), &arn("web")]);
+        assert_eq!(read[&arn("web")].unsupported, None);
+        let zone = std::collections::BTreeSet::from(["subnet-b".to_string()]);
+        let line = crate::plan::evacuation(
+            "use1-az2",
+            &read[&arn("leaving")],
+            &zone,
+            &crate::plan::Filters::default(),
+            None,
+        )
+        .expect("listed: it has a subnet in the zone");
+        assert_eq!(line.status, crate::model::Status::Skipped);
+        let reason = line.reason.unwrap_or_default();
+        assert!(
+            reason.contains("being deleted (status DRAINING)") && reason.contains("ServiceNotActiveException"),
+            "{reason}"
+        );
+        assert_eq!(being_deleted(Some("ACTIVE")), None);
     }
 
     /// The service's tasks in the zone: ListTasks pages, DescribeTasks at most 100 a call; in the

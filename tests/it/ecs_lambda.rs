@@ -334,3 +334,86 @@ async fn a_done_type_is_read_back_while_a_slower_type_still_changes() {
     assert_eq!(live_groups(&sdk).await["web-asg"].len(), 1);
     assert_eq!(live_functions(&sdk).await["api-fn"].0.len(), 1);
 }
+
+/// Issue 50: a service being deleted (`DRAINING`, which moto never shows: the proxy answers it, and
+/// refuses its UpdateService as AWS does) is skipped as being deleted, with the reason; a record
+/// whose service is being deleted is reported by `recover`, not acted on, and kept until the
+/// service is back or gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_50_a_service_being_deleted_is_skipped_and_its_record_kept() {
+    use common::proxy::Proxy;
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    let spec = Spec {
+        ecs_services: vec![
+            service("prod", "web", &["use1-az1", "use1-az2", "use1-az4"]),
+            service("prod", "leaving", &["use1-az1", "use1-az2"]),
+        ],
+        auto_scaling_groups: Vec::new(),
+        lambda_functions: Vec::new(),
+        ..mixed_estate()
+    };
+    estate::seed(&sdk, &spec).await;
+    let before = live_services(&sdk).await;
+    let proxy = Proxy::start(&moto.endpoint);
+    let run = |args: &[&str]| common::azevac_at(&proxy.endpoint, args, &[]);
+    let updates_of = |name: &str| {
+        proxy
+            .requests()
+            .iter()
+            .filter(|(label, body)| label == "ecs:UpdateService" && body.contains(&format!("/{name}\"")))
+            .count()
+    };
+
+    proxy.tasks(|fake| fake.draining.push("leaving".into()));
+    let out = run(&[
+        "evacuate", "--az-id", ZONE, "--type", "ecs", "--yes", "--output", "json",
+    ])
+    .expect_code(0)
+    .json();
+    let items = by_name(&out);
+    assert_eq!(items["prod/web"]["status"], "done", "{}", items["prod/web"]);
+    assert_eq!(items["prod/leaving"]["status"], "skipped");
+    let reason = items["prod/leaving"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("being deleted (status DRAINING)"), "{reason}");
+    assert_eq!(updates_of("leaving"), 0, "no UpdateService for a service being deleted");
+    assert_eq!(live_services(&sdk).await["prod/leaving"], before["prod/leaving"]);
+    assert_eq!(journal_items(&sdk).await.len(), 1, "only web's record");
+
+    // Back to ACTIVE: it is evacuated as any other; then web is being deleted when recover comes.
+    proxy.tasks(|fake| fake.draining.clear());
+    run(&["evacuate", "--az-id", ZONE, "--type", "ecs", "--yes"]).expect_code(0);
+    proxy.set(common::proxy::Faults::default());
+    proxy.tasks(|fake| fake.draining.push("web".into()));
+    let out = run(&["recover", "--yes", "--output", "json"]).expect_code(1).json();
+    let items = by_name(&out);
+    assert_eq!(items["prod/leaving"]["status"], "done", "{}", items["prod/leaving"]);
+    assert_eq!(items["prod/web"]["status"], "skipped");
+    let reason = items["prod/web"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("not put back: being deleted") && reason.contains("journal record kept"),
+        "{reason}"
+    );
+    assert_eq!(updates_of("web"), 0, "no UpdateService for a service being deleted");
+    let kept: Vec<String> = journal_items(&sdk)
+        .await
+        .iter()
+        .map(|i| attr_s(i, "resource"))
+        .collect();
+    assert_eq!(kept, ["arn:aws:ecs:us-east-1:123456789012:service/prod/web"]);
+    assert_eq!(live_services(&sdk).await["prod/leaving"], before["prod/leaving"]);
+
+    // Once its deletion is through (INACTIVE), it reads as gone: --forget-missing deletes the record.
+    proxy.tasks(|fake| fake.draining.clear());
+    aws_sdk_ecs::Client::new(&sdk)
+        .delete_service()
+        .cluster("prod")
+        .service("web")
+        .force(true)
+        .send()
+        .await
+        .expect("DeleteService");
+    run(&["recover", "--yes"]).expect_code(1);
+    run(&["recover", "--yes", "--forget-missing"]).expect_code(0);
+    assert!(journal_items(&sdk).await.is_empty());
+}

@@ -796,3 +796,91 @@ async fn issue_32_a_vanished_nodepools_record_is_kept_until_forget_missing() {
     setup.run(&["recover", "--yes", "--forget-missing"]).expect_code(0);
     assert!(journal(&setup).await.is_empty());
 }
+
+/// One of EKS Auto Mode's built-in NodePools as EKS makes it (Amazon EKS User Guide, "Enable or
+/// Disable Built-in NodePools"): labelled `app.kubernetes.io/managed-by: eks`, on the NodeClass
+/// `default` of `eks.amazonaws.com`; `system` is tainted for critical add-ons.
+fn auto_mode_pool(name: &str, labelled: bool) -> Value {
+    let mut pool = json!({
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": { "name": name, "uid": format!("auto-{name}"), "labels": {} },
+        "spec": {
+            "disruption": { "budgets": [{ "nodes": "10%" }], "consolidateAfter": "30s",
+                            "consolidationPolicy": "WhenEmptyOrUnderutilized" },
+            "template": { "metadata": {}, "spec": {
+                "expireAfter": "336h",
+                "nodeClassRef": { "group": "eks.amazonaws.com", "kind": "NodeClass", "name": "default" },
+                "requirements": [
+                    { "key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"] },
+                    { "key": "eks.amazonaws.com/instance-category", "operator": "In", "values": ["c", "m", "r"] },
+                    { "key": "eks.amazonaws.com/instance-generation", "operator": "Gt", "values": ["4"] },
+                    { "key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"] },
+                    { "key": "kubernetes.io/os", "operator": "In", "values": ["linux"] }
+                ],
+                "terminationGracePeriod": "24h0m0s"
+            } }
+        }
+    });
+    if labelled {
+        pool["metadata"]["labels"]["app.kubernetes.io/managed-by"] = json!("eks");
+    }
+    pool
+}
+
+/// Issue 50: EKS Auto Mode's built-in NodePools (`general-purpose`, `system`) are EKS's, which undoes
+/// a change to them within minutes: they are skipped with the reason and what works instead, and
+/// never patched; every other NodePool (one's own on Auto Mode's NodeClass too) as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_50_eks_auto_modes_built_in_nodepools_are_skipped_and_never_patched() {
+    let mut cluster = cluster();
+    cluster.add_nodepool(auto_mode_pool("general-purpose", true));
+    // Without the label, its name on Auto Mode's NodeClass still says it is EKS's.
+    cluster.add_nodepool(auto_mode_pool("system", false));
+    let mut own = auto_mode_pool("web", false);
+    own["metadata"]["uid"] = json!("own-web");
+    cluster.add_nodepool(own);
+    let setup = Setup::new(cluster);
+    let original = setup.pools();
+
+    let out = setup
+        .run(&["evacuate", "--az-id", ZONE, "--yes", "--output", "json"])
+        .expect_code(0)
+        .json();
+    for name in ["nodepool/general-purpose", "nodepool/system"] {
+        let built_in = line(&out, name);
+        assert_eq!(built_in["status"], "skipped", "{built_in}");
+        let reason = built_in["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("built-in NodePool of EKS Auto Mode")
+                && reason.contains("zonal shift")
+                && reason.contains("NodePool of your own"),
+            "{reason}"
+        );
+    }
+    assert!(line(&out, "nodepool/general-purpose")["reason"]
+        .to_string()
+        .contains("app.kubernetes.io/managed-by=eks"));
+    assert_eq!(line(&out, "nodepool/web")["status"], "done");
+    assert_eq!(
+        setup.requirements("web")[5],
+        zone_requirement("topology.k8s.aws/zone-id", "NotIn", &[ZONE])
+    );
+    for name in ["general-purpose", "system"] {
+        assert_eq!(setup.pools()[name], original[name], "{name} untouched");
+        assert!(
+            !setup
+                .kube
+                .requests()
+                .iter()
+                .any(|r| r.starts_with("PATCH") && r.ends_with(&format!("/nodepools/{name}"))),
+            "no PATCH of {name}"
+        );
+    }
+    let journal_now = journal(&setup).await;
+    assert!(journal_now.contains_key(&format!("{CLUSTER}/nodepool/web")));
+    assert!(!journal_now
+        .keys()
+        .any(|k| k.ends_with("/general-purpose") || k.ends_with("/system")));
+    setup.assert_rbac_allows_every_call();
+}

@@ -394,3 +394,121 @@ async fn issue_33_a_paced_batch_waits_while_its_alarms_cannot_be_read() {
     assert_eq!(terminations, 1, "no batch after the alarms went unread");
     assert_eq!(journal_items(&sdk).await.len(), 1, "the change is journalled");
 }
+
+/// Issue 50: a group whose owner suspended AZRebalance (or Launch) keeps its instances in the zone
+/// when its subnets go: the plan line says so instead of "replaced", and how --pace moves them; with
+/// Launch suspended nothing would replace them, so --pace terminates none of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_50_the_plan_says_what_an_owners_suspended_process_keeps_in_the_zone() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk(&moto).await;
+    let mut spec = one_paced_group("10.72.0.0/16", 2);
+    for name in ["held", "stuck"] {
+        let mut group = spec.auto_scaling_groups[0].clone();
+        group.name = name.into();
+        spec.auto_scaling_groups.push(group);
+    }
+    estate::seed(&sdk, &spec).await;
+    let autoscaling = aws_sdk_autoscaling::Client::new(&sdk);
+    for (name, process) in [("held", "AZRebalance"), ("stuck", "Launch")] {
+        autoscaling
+            .suspend_processes()
+            .auto_scaling_group_name(name)
+            .scaling_processes(process)
+            .send()
+            .await
+            .expect("SuspendProcesses");
+    }
+    let plan = |pace: bool| {
+        let mut args = vec![
+            "evacuate",
+            "--az-id",
+            ZONE,
+            "--type",
+            "asg",
+            "--dry-run",
+            "--output",
+            "json",
+        ];
+        if pace {
+            args.extend(["--pace", "1"]);
+        }
+        let doc = azevac_at(&proxy.endpoint, &args, &[]).expect_code(0).json();
+        doc["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|i| (i["name"].as_str().unwrap_or_default().to_owned(), i.clone()))
+            .collect::<BTreeMap<String, serde_json::Value>>()
+    };
+    let notes = |item: &serde_json::Value| item["notes"].to_string();
+
+    let unpaced = plan(false);
+    let held = notes(&unpaced["held"]);
+    assert!(
+        held.contains("AZRebalance is suspended by its owner: removing the subnets moves none of its 2 instance(s)")
+            && !held.contains("terminates the instances in the removed subnets"),
+        "{held}"
+    );
+    let stuck = notes(&unpaced["stuck"]);
+    assert!(stuck.contains("Launch is suspended by its owner"), "{stuck}");
+    let paced = notes(&unpaced["paced"]);
+    assert!(
+        paced.contains("terminates the instances in the removed subnets"),
+        "{paced}"
+    );
+
+    let with_pace = plan(true);
+    assert!(
+        notes(&with_pace["held"]).contains("--pace terminates them, 1 at a time"),
+        "{}",
+        with_pace["held"]
+    );
+    assert!(
+        notes(&with_pace["stuck"]).contains("--pace terminates none of them"),
+        "{}",
+        with_pace["stuck"]
+    );
+    let stuck_actions = with_pace["stuck"]["actions"].to_string();
+    assert!(!stuck_actions.contains("terminate"), "{stuck_actions}");
+
+    // Carried out: nothing of stuck's is terminated; held is paced out as planned.
+    let stuck_instances: Vec<String> = autoscaling
+        .describe_auto_scaling_groups()
+        .auto_scaling_group_names("stuck")
+        .send()
+        .await
+        .expect("DescribeAutoScalingGroups")
+        .auto_scaling_groups()[0]
+        .instances()
+        .iter()
+        .filter_map(|i| i.instance_id().map(str::to_owned))
+        .collect();
+    proxy.set(Faults::default());
+    azevac_at(
+        &proxy.endpoint,
+        &["evacuate", "--az-id", ZONE, "--type", "asg", "--pace", "1", "--yes"],
+        &[],
+    )
+    .expect_code(0);
+    let terminated: Vec<String> = proxy
+        .requests()
+        .into_iter()
+        .filter(|(label, _)| label == "autoscaling:TerminateInstanceInAutoScalingGroup")
+        .map(|(_, body)| body)
+        .collect();
+    assert_eq!(terminated.len(), 4, "paced's and held's: {terminated:?}");
+    assert!(
+        terminated
+            .iter()
+            .all(|body| stuck_instances.iter().all(|i| !body.contains(i.as_str()))),
+        "none of stuck's: {terminated:?}"
+    );
+    let actions: BTreeMap<String, Vec<String>> = journal_items(&sdk)
+        .await
+        .iter()
+        .map(|r| (attr_s(r, "resource_name"), attr_list(r, "actions")))
+        .collect();
+    assert!(actions["stuck"].is_empty(), "{actions:?}");
+}

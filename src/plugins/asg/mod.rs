@@ -8,6 +8,7 @@
 pub mod actions;
 pub mod flags;
 mod guard;
+mod suspended;
 #[cfg(test)]
 mod tests;
 mod waits;
@@ -235,6 +236,11 @@ impl SubnetService for AutoScaling {
             return Ok(Vec::new());
         };
         let mut detail: GroupDetail = resource.detail_as()?;
+        // Nothing would replace what pacing terminates: the subnets alone are changed, and the
+        // line's note says why ([`suspended::staying`]).
+        if !suspended::paces(&detail) {
+            return Ok(Vec::new());
+        }
         let suspend = !detail.suspended.iter().any(|p| p == AZ_REBALANCE);
         let in_zone = detail.instances.iter().filter(|m| m.az == how.az_name).count();
         detail.pace = Some(Pace {
@@ -276,6 +282,9 @@ impl SubnetService for AutoScaling {
 
     async fn review(&self, plan: &mut Plan, scope: &Scope<'_>) -> Result<()> {
         if scope.command == crate::model::Command::Evacuate {
+            if let Some(zone) = scope.zone {
+                self.what_stays(plan, &zone.name);
+            }
             // A gate on an alarm that is not there would let every batch through: bad input, before
             // any change (the alarms are read where the groups are).
             let alarms =
@@ -305,6 +314,26 @@ impl SubnetService for AutoScaling {
 }
 
 impl AutoScaling {
+    /// Each planned group line whose instances a suspended process keeps in the zone says so, in
+    /// place of "replaced" ([`suspended::staying`]).
+    fn what_stays(&self, plan: &mut Plan, az_name: &str) {
+        for item in plan
+            .items
+            .iter_mut()
+            .filter(|i| i.resource_type == TYPE && i.status == crate::model::Status::Planned)
+        {
+            let Some(detail) = item.target.as_ref().and_then(|t| t.detail_as::<GroupDetail>().ok()) else {
+                continue;
+            };
+            let in_zone = suspended::in_zone(&detail, az_name).len();
+            let by_azevac = suspended::suspended_by_azevac(item.record.as_ref());
+            if let Some(note) = suspended::staying(&detail, in_zone, self.options.pace, by_azevac) {
+                item.notes.retain(|n| n != REPLACEMENT_NOTE);
+                item.notes.insert(0, note);
+            }
+        }
+    }
+
     /// The groups of these names (at most [`PAGE`]; `None`: every group), every page of the answer.
     async fn describe(&self, names: Option<&[String]>) -> Result<Vec<AutoScalingGroup>> {
         self.client

@@ -25,6 +25,51 @@ const GITOPS_MARKS: &[(&str, &str)] = &[
     ("helm.toolkit.fluxcd.io/name", "Flux (HelmRelease)"),
 ];
 
+/// The names EKS Auto Mode gives its built-in NodePools.
+const AUTO_MODE_POOLS: [&str; 2] = ["general-purpose", "system"];
+/// The label EKS Auto Mode puts on the built-in NodePools it manages, with the value `eks`.
+const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// The API group, kind and name of the NodeClass EKS Auto Mode makes for its built-in NodePools.
+const AUTO_MODE_NODECLASS: (&str, &str, &str) = ("eks.amazonaws.com", "NodeClass", "default");
+
+/// Why a NodePool is one of EKS Auto Mode's built-in NodePools, if it is.
+///
+/// EKS manages them: "You cannot modify the built in system and general-purpose node pools. You can
+/// only enable or disable them" (Amazon EKS User Guide, "Create a Node Pool for EKS Auto Mode",
+/// <https://docs.aws.amazon.com/eks/latest/userguide/create-node-pool.html>, and "Enable or Disable
+/// Built-in NodePools", <https://docs.aws.amazon.com/eks/latest/userguide/set-builtin-node-pools.html>).
+/// The API server takes a patch, and EKS puts the NodePool back within minutes: an exclusion
+/// journalled as done would silently end. What works instead is the cluster's zonal shift, or a
+/// NodePool of one's own (EKS leaves those alone; azevac changes them as any other).
+///
+/// Recognised by what EKS writes, not by the name alone (a self-managed Karpenter may have a
+/// NodePool called `system`): the label `app.kubernetes.io/managed-by: eks` EKS puts on them, or,
+/// should it be missing, a built-in name together with the NodeClass EKS makes for them
+/// (`eks.amazonaws.com/NodeClass` `default`; a NodePool of one's own may use that NodeClass too,
+/// so the name must match as well).
+pub fn auto_mode_builtin(pool: &DynamicObject) -> Option<String> {
+    let name = pool.metadata.name.as_deref().unwrap_or_default();
+    let label = pool
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(MANAGED_BY))
+        .filter(|v| v.eq_ignore_ascii_case("eks"));
+    let class = &pool.data["spec"]["template"]["spec"]["nodeClassRef"];
+    let (group, kind, class_name) = AUTO_MODE_NODECLASS;
+    let eks_class = class["group"] == group && class["kind"] == kind && class["name"] == class_name;
+    let mark = match label {
+        Some(value) => format!("{MANAGED_BY}={value}"),
+        None if AUTO_MODE_POOLS.contains(&name) && eks_class => format!("NodeClass {group}/{class_name}"),
+        None => return None,
+    };
+    Some(format!(
+        "built-in NodePool of EKS Auto Mode ({mark}): EKS undoes changes to it within minutes, so an exclusion \
+         would silently end; use the cluster's zonal shift (--zonal-shift, with the cluster registered with ARC \
+         zonal shift), or run the workloads on a NodePool of your own, which azevac changes"
+    ))
+}
+
 /// The NodePool's disruption budgets, in a few words (Karpenter's default: `nodes: 10%`).
 fn budgets(pool: &Value) -> String {
     let listed: Vec<String> = pool["spec"]["disruption"]["budgets"]
@@ -146,6 +191,10 @@ pub fn evacuation(
             let mut item = line(cluster, resource, "nodepool", &name, identity, &zone.id, record);
             if let Some(target) = item.target.as_mut() {
                 target.set_detail(&detail);
+            }
+            if let Some(why) = auto_mode_builtin(pool) {
+                item.skip(why);
+                return item;
             }
             let decided = requirements(&pool.data).map(|(_, parsed)| exclusion(&parsed, zone, zones.all()));
             match decided {

@@ -210,3 +210,67 @@ fn recovery_reads_both_formats_keeps_a_vanished_record_and_fails_on_an_unknown_a
     assert_eq!(unknown.status, Status::Failed);
     assert!(!unknown.changes_resource(), "nothing is changed on a guess");
 }
+
+/// A NodePool as the API server lists it, named `name`, with these labels and NodeClass.
+fn pool(name: &str, labels: serde_json::Value, class: (&str, &str, &str)) -> ::kube::api::DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": { "name": name, "uid": format!("uid-{name}"), "labels": labels },
+        "spec": { "template": { "spec": {
+            "nodeClassRef": { "group": class.0, "kind": class.1, "name": class.2 },
+            "requirements": [{ "key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"] }]
+        } } }
+    }))
+    .expect("a NodePool")
+}
+
+/// Issue 50: EKS Auto Mode's built-in NodePools are EKS's (a change is undone within minutes):
+/// they are skipped with the reason and what works instead; NodePools of one's own, on Auto Mode's
+/// NodeClass or not, and a self-managed NodePool that only shares a built-in name, are planned.
+#[test]
+fn issue_50_eks_auto_modes_built_in_nodepools_are_skipped_with_what_works() {
+    use crate::model::Status;
+    use crate::plugins::karpenter::decide::auto_mode_builtin;
+    let eks_class = ("eks.amazonaws.com", "NodeClass", "default");
+    let own_class = ("karpenter.k8s.aws", "EC2NodeClass", "default");
+    let managed = json!({ "app.kubernetes.io/managed-by": "eks" });
+    let pools = [
+        pool("general-purpose", managed.clone(), eks_class),
+        // The label missing: the built-in name on Auto Mode's own NodeClass says it.
+        pool("system", json!({}), eks_class),
+        // One's own NodePool on Auto Mode's NodeClass, and a self-managed one named `system`.
+        pool("web", json!({}), eks_class),
+        pool("system", json!({ "team": "platform" }), own_class),
+    ];
+    let why = auto_mode_builtin(&pools[0]).unwrap_or_default();
+    assert!(
+        why.contains("built-in NodePool of EKS Auto Mode (app.kubernetes.io/managed-by=eks)")
+            && why.contains("undoes changes")
+            && why.contains("zonal shift")
+            && why.contains("NodePool of your own"),
+        "{why}"
+    );
+    assert!(auto_mode_builtin(&pools[1]).is_some_and(|w| w.contains("NodeClass eks.amazonaws.com/default")));
+    assert_eq!(auto_mode_builtin(&pools[2]), None);
+    assert_eq!(auto_mode_builtin(&pools[3]), None, "the name alone is not EKS's mark");
+
+    let zones = crate::topology::Zones::new("us-east-1", zones());
+    let lines = evacuation(
+        "prod",
+        &pools,
+        &az2(),
+        &zones,
+        Mode::Noexecute,
+        &std::collections::BTreeMap::new(),
+    );
+    let statuses: Vec<Status> = lines.iter().map(|l| l.status).collect();
+    assert_eq!(
+        statuses,
+        [Status::Skipped, Status::Skipped, Status::Planned, Status::Planned]
+    );
+    assert!(
+        lines[0].actions.as_ref().is_none_or(Vec::is_empty),
+        "nothing to journal"
+    );
+}

@@ -161,7 +161,7 @@ struct State {
     cache: super::elasticache::FakeCache,
     /// RDS forced failovers and standby zones, which moto lacks.
     rds: super::rds::FakeRds,
-    /// ECS tasks, which moto cannot start in awsvpc mode.
+    /// ECS tasks, which moto cannot start in awsvpc mode, and services being deleted.
     tasks: super::tasks::FakeTasks,
     /// Rules that fail only their next so many matching calls (see [`Proxy::fail_next`]).
     fail_next: Vec<(FailRule, usize)>,
@@ -369,7 +369,7 @@ impl Proxy {
         f(&mut self.state.lock().expect("state").rds)
     }
 
-    /// The ECS tasks fake, to add tasks to.
+    /// The ECS fake, to add tasks to and to mark services as being deleted.
     pub fn tasks<R>(&self, f: impl FnOnce(&mut super::tasks::FakeTasks) -> R) -> R {
         f(&mut self.state.lock().expect("state").tasks)
     }
@@ -642,7 +642,8 @@ async fn handle(
                             None => st
                                 .rds
                                 .answered(&service, &action, &text, status, &answered)
-                                .or_else(|| super::volumes::answered(&service, &action, status, &answered)),
+                                .or_else(|| super::volumes::answered(&service, &action, status, &answered))
+                                .or_else(|| st.tasks.answered(&service, &action, status, &answered)),
                         }
                     };
                     if cbor.is_some() {

@@ -3,6 +3,11 @@
 //! so the proxy answers `ecs:ListTasks` and `ecs:DescribeTasks` itself once a test has added tasks,
 //! in the real service's shapes: a service's tasks are in the group `service:NAME`, carry their
 //! `availabilityZone`, and an `ElasticNetworkInterface` attachment naming their subnet.
+//!
+//! Services being deleted, which moto never shows (its `DeleteService` makes a service `INACTIVE`
+//! at once): a service the test names as draining is `DRAINING` in `DescribeServices` answers, and
+//! its `UpdateService` is refused with `ServiceNotActiveException`, as AWS does
+//! (<https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_DeleteService.html>).
 
 use serde_json::{json, Value};
 
@@ -26,6 +31,8 @@ pub struct Task {
 pub struct FakeTasks {
     /// Every task, in the order added.
     pub tasks: Vec<Task>,
+    /// Services being deleted, by name (`web`): `DRAINING` to every read, refused every update.
+    pub draining: Vec<String>,
 }
 
 /// Whether `given` (a name or an ARN) names `arn`'s last path segment.
@@ -36,10 +43,21 @@ fn names(given: &str, arn: &str) -> bool {
 impl FakeTasks {
     /// The answer to `action`, or `None` to let the emulator answer (no tasks added, or another call).
     pub fn answer(&self, service: &str, action: &str, body: &str) -> Option<Value> {
-        if service != "ecs" || self.tasks.is_empty() {
+        if service != "ecs" {
             return None;
         }
         let request: Value = serde_json::from_str(body).unwrap_or_default();
+        if action == "UpdateService" {
+            let named = request["service"].as_str().unwrap_or_default();
+            return self
+                .draining
+                .iter()
+                .any(|d| names(d, named))
+                .then(|| json!({ "__type": "ServiceNotActiveException", "message": "Service was not ACTIVE." }));
+        }
+        if self.tasks.is_empty() {
+            return None;
+        }
         let cluster = request["cluster"].as_str().unwrap_or("default");
         let in_cluster = |t: &&Task| names(cluster, &t.cluster);
         match action {
@@ -86,5 +104,21 @@ impl FakeTasks {
             }
             _ => None,
         }
+    }
+
+    /// The emulator's `DescribeServices` answer with the draining services' status `DRAINING`;
+    /// `None` for any other call, or when nothing is draining.
+    pub fn answered(&self, service: &str, action: &str, status: u16, body: &str) -> Option<String> {
+        if service != "ecs" || action != "DescribeServices" || status != 200 || self.draining.is_empty() {
+            return None;
+        }
+        let mut answer: Value = serde_json::from_str(body).ok()?;
+        for found in answer["services"].as_array_mut()?.iter_mut() {
+            let name = found["serviceName"].as_str().unwrap_or_default();
+            if self.draining.iter().any(|d| d == name) {
+                found["status"] = json!("DRAINING");
+            }
+        }
+        Some(answer.to_string())
     }
 }
