@@ -37,11 +37,17 @@ enum Script {
     Slow(Duration),
     /// Raises the run's interrupt as it starts (as a Ctrl-C would), then takes this long and succeeds.
     InterruptedWhile(Duration),
+    /// Succeeds, but its read-back shows the change only from this try on (eventual consistency).
+    ShowsAfter(usize),
+    /// Succeeds, but no read-back ever shows the change.
+    NeverShows,
 }
 
 struct Fake {
     scripts: BTreeMap<String, Script>,
     interrupt: Interrupt,
+    /// Read-back tries so far, by line name.
+    reads: std::sync::Mutex<BTreeMap<String, usize>>,
 }
 
 #[async_trait]
@@ -89,6 +95,23 @@ impl Plugin for Fake {
                 tokio::time::sleep(how_long).await;
                 Ok(Acted::default())
             }
+            Script::ShowsAfter(_) | Script::NeverShows => Ok(Acted::default()),
+        }
+    }
+
+    async fn verify(&self, lines: &mut [&mut Item]) {
+        for line in lines.iter_mut().filter(|l| l.status == Status::Done) {
+            let mut reads = self.reads.lock().expect("reads");
+            let tries = reads.entry(line.name.clone()).or_default();
+            *tries += 1;
+            let shows = match self.scripts.get(&line.name) {
+                Some(Script::ShowsAfter(from)) => *tries >= *from,
+                Some(Script::NeverShows) => false,
+                _ => true,
+            };
+            if !shows {
+                line.fail("read back does not show the change".into());
+            }
         }
     }
 
@@ -132,17 +155,29 @@ fn settings(concurrency: usize, lease: Duration, interrupt: &Interrupt) -> Setti
 
 /// Carry `lines` out with the fake plugin scripted by `scripts`, the journal at `endpoint`.
 async fn run(endpoint: &str, lines: Vec<Item>, scripts: &[(&str, Script)], settings: &Settings) -> Plan {
+    run_as(Command::Evacuate, endpoint, lines, scripts, settings).await
+}
+
+/// [`run`], for `command`.
+async fn run_as(
+    command: Command,
+    endpoint: &str,
+    lines: Vec<Item>,
+    scripts: &[(&str, Script)],
+    settings: &Settings,
+) -> Plan {
     let sdk = common::sdk_at(endpoint).await;
     let journal = Journal::new(&sdk, "azevac-journal");
     journal.create().await.expect("journal table");
     let plan = Plan {
         az_id: Some(ZONE.into()),
         items: lines,
-        ..Plan::empty(Command::Evacuate)
+        ..Plan::empty(command)
     };
     let fake = Fake {
         scripts: scripts.iter().map(|(n, s)| (n.to_string(), *s)).collect(),
         interrupt: settings.interrupt.clone(),
+        reads: std::sync::Mutex::new(BTreeMap::new()),
     };
     let audit = Audit {
         run_id: "run-fake".into(),
@@ -315,4 +350,64 @@ async fn issue_31_an_interrupt_lets_the_change_in_flight_finish_and_starts_no_ot
     let stored = records(&moto).await;
     assert_eq!(stored.keys().collect::<Vec<_>>(), ["first"], "{stored:?}");
     assert!(lock_items(&common::sdk(&moto).await).await.is_empty(), "locks released");
+}
+
+/// Issue 50: AWS may answer a read right after a write with the state from before it. A change
+/// whose read-back shows it only on the third try is read again until it does: done, its record
+/// marked done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_50_a_change_that_shows_late_is_read_again_until_it_does() {
+    let moto = Moto::start();
+    let interrupt = Interrupt::default();
+    let plan = run(
+        &moto.endpoint,
+        vec![line("late", &["step-1"])],
+        &[("late", Script::ShowsAfter(3))],
+        &settings(16, Duration::from_secs(60), &interrupt),
+    )
+    .await;
+    let late = item(&plan, "late");
+    assert_eq!(late.status, Status::Done, "{late:?}");
+    assert_eq!(records(&moto).await["late"].0, "done");
+}
+
+/// Issue 50: a recovery whose read-back never shows the change keeps its record (the record goes
+/// only once the change is confirmed, the finalizer's rule); before, the record was deleted first
+/// and the read-back's failure came after, with nothing left to recover from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_50_a_recovery_never_read_back_keeps_its_record() {
+    std::env::set_var(azevac::engine::READ_BACK_ENV, "2");
+    let moto = Moto::start();
+    let interrupt = Interrupt::default();
+    let settings = settings(16, Duration::from_secs(60), &interrupt);
+    let evacuated = run(
+        &moto.endpoint,
+        vec![line("stuck", &["step-1"])],
+        &[("stuck", Script::Slow(Duration::ZERO))],
+        &settings,
+    )
+    .await;
+    let record = item(&evacuated, "stuck").record.clone().expect("a done record");
+    let mut back = line("stuck", &["step-1"]);
+    back.record = Some(record);
+    let started = std::time::Instant::now();
+    let plan = run_as(
+        Command::Recover,
+        &moto.endpoint,
+        vec![back],
+        &[("stuck", Script::NeverShows)],
+        &settings,
+    )
+    .await;
+    let stuck = item(&plan, "stuck");
+    assert_eq!(stuck.status, Status::Failed, "{stuck:?}");
+    assert!(
+        stuck.reason.as_deref().is_some_and(|r| r.contains("read back")),
+        "{stuck:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the read-back wait is bounded"
+    );
+    assert_eq!(records(&moto).await["stuck"].0, "done", "the record is kept");
 }
