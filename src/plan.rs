@@ -343,6 +343,20 @@ pub fn odd_record(item: &Item) -> Option<String> {
     })
 }
 
+/// A recovery's records in the order they are undone: each resource's together, its last
+/// evacuation first, so that each record's change is undone on the state it was made on (a value
+/// put back where it stood, a writer failed back the way it came). Two evacuations in the same
+/// second (`created_at` counts seconds) go by their runs' IDs, which are time-ordered (UUIDv7, to
+/// the millisecond).
+pub fn latest_first(records: &mut [Record]) {
+    records.sort_by(|a, b| {
+        (a.resource.cmp(&b.resource))
+            .then_with(|| b.created_at.cmp(&a.created_at))
+            .then_with(|| b.run_id.cmp(&a.run_id))
+            .then_with(|| a.az_id.cmp(&b.az_id))
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -737,18 +751,4 @@ mod tests {
         assert_eq!(forgotten.status, Status::Planned);
         assert!(!forgotten.changes_resource());
     }
-}
-
-/// A recovery's records in the order they are undone: each resource's together, its last
-/// evacuation first, so that each record's change is undone on the state it was made on (a value
-/// put back where it stood, a writer failed back the way it came). Two evacuations in the same
-/// second (`created_at` counts seconds) go by their runs' IDs, which are time-ordered (UUIDv7, to
-/// the millisecond).
-pub fn latest_first(records: &mut [Record]) {
-    records.sort_by(|a, b| {
-        (a.resource.cmp(&b.resource))
-            .then_with(|| b.created_at.cmp(&a.created_at))
-            .then_with(|| b.run_id.cmp(&a.run_id))
-            .then_with(|| a.az_id.cmp(&b.az_id))
-    });
 }
