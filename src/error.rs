@@ -112,6 +112,17 @@ pub enum Error {
         why: String,
     },
 
+    /// A call timed out without an answer: AWS carries out a request whose answer its caller never
+    /// read, so the change may still land after this.
+    #[error("{operation} timed out without an answer; the change may still land")]
+    TimedOut {
+        /// The call.
+        operation: &'static str,
+        /// The SDK's timeout.
+        #[source]
+        source: BoxError,
+    },
+
     /// The resource was changed by someone else between planning and the update.
     #[error("{resource} was changed by someone else since the plan was made; re-run to plan again")]
     ChangedSincePlan {
@@ -269,6 +280,12 @@ impl Error {
         }
     }
 
+    /// Whether the call that failed so may still land: its lock is then left to run out, never
+    /// released at once (another run could read the resource before the call lands).
+    pub fn may_still_land(&self) -> bool {
+        matches!(self, Error::TimedOut { .. })
+    }
+
     /// Whether this is a lost race on the journal (reported per resource, not fatal).
     pub fn is_conflict(&self) -> bool {
         matches!(self, Error::JournalConflict { .. })
@@ -295,6 +312,19 @@ impl Error {
             };
         }
         let chain = DisplayErrorContext(&err).to_string();
+        // The SDK gave up waiting (its operation timeout, or a read timeout after the request went
+        // out): the service may still carry the request out.
+        let timed_out = match &err {
+            SdkError::TimeoutError(_) => true,
+            SdkError::DispatchFailure(failure) => failure.is_timeout(),
+            _ => false,
+        };
+        if timed_out {
+            return Error::TimedOut {
+                operation,
+                source: Box::new(err),
+            };
+        }
         let dispatch = matches!(err, SdkError::DispatchFailure(_));
         let construction = matches!(err, SdkError::ConstructionFailure(_));
         // LocalStack answers this for services its plan lacks: say so in one line.

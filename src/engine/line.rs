@@ -362,6 +362,11 @@ impl Run<'_> {
             .await;
         let (held, declared) = guard.finish();
         // Each kind of hold ends only in the ways its kind can end.
+        // A call that timed out may still land: the line ends as one given up in flight does.
+        let acted = match acted {
+            Bounded::Ended(Err(e)) if e.may_still_land() => Bounded::Abandoned(describe(&e)),
+            other => other,
+        };
         let release = match (held, acted) {
             (held, Bounded::Abandoned(why)) => {
                 item.fail(format!(

@@ -34,6 +34,10 @@ pub struct Subnets<S> {
     planned: Mutex<Planned>,
     /// The operator's words for one of the service's journalled steps.
     words: fn(&str) -> String,
+    /// Whether a resource's lines fold into one change ([`Plugin::folds_lines`]): only where a
+    /// record holds nothing but subnets. A record's own steps (a VPC endpoint's addresses, an
+    /// Auto Scaling group's suspended process) are carried out by its own line.
+    folds: bool,
 }
 
 /// The operator's words for a step journalled as `A` (its own encoding: it always reads).
@@ -44,18 +48,26 @@ fn words_of<A: Action>(step: &str) -> String {
 impl<S: SubnetService + 'static> Subnets<S> {
     /// The plugin for `service`, reading subnets through EC2 with `sdk`; subnets are all it takes.
     pub fn plugin(service: S, sdk: &aws_config::SdkConfig) -> Box<dyn Plugin> {
-        Self::journalling::<NoAction>(service, sdk)
+        Box::new(Subnets {
+            folds: true,
+            ..Self::with_steps::<NoAction>(service, sdk)
+        })
     }
 
     /// The plugin for a `service` whose evacuation takes steps besides subnets (ASG `--pace`),
     /// journalled as its action type `A`.
     pub fn journalling<A: Action>(service: S, sdk: &aws_config::SdkConfig) -> Box<dyn Plugin> {
-        Box::new(Subnets {
+        Box::new(Self::with_steps::<A>(service, sdk))
+    }
+
+    fn with_steps<A: Action>(service: S, sdk: &aws_config::SdkConfig) -> Subnets<S> {
+        Subnets {
             service,
             ec2: crate::client!(aws_sdk_ec2, sdk),
             planned: Mutex::new(Planned::default()),
             words: words_of::<A>,
-        })
+            folds: false,
+        }
     }
 
     fn planned(&self) -> std::sync::MutexGuard<'_, Planned> {
@@ -137,9 +149,10 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
 
     /// One update sets a resource's whole subnet list, so a resource's lines fold into one: two
     /// updates in a row would send the second with settings read before the first (a Lambda
-    /// function's revision, which AWS changes on every update).
+    /// function's revision, which AWS changes on every update). Kinds whose records hold steps of
+    /// their own do not fold (see `folds`).
     fn folds_lines(&self) -> bool {
-        true
+        self.folds
     }
 
     async fn plan_evacuation(&self, scope: &Scope<'_>) -> Result<Vec<Item>> {
@@ -281,7 +294,10 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
                     carriers.insert(line.resource.clone(), n);
                 }
             }
-            for (resource, n) in carriers {
+            for (resource, n) in carriers
+                .into_iter()
+                .filter(|_| self.folds && command == Command::Recover)
+            {
                 if let (Some(target), Some(subnets)) = (lines[n].target.as_mut(), read.get(&resource)) {
                     target.subnets = subnets.clone();
                 }

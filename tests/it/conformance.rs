@@ -1335,6 +1335,15 @@ fn crash_between_intent_and_act(kind: Kind) {
                 kind.name()
             );
             world.disarm();
+            // The killed run's calls already sent still land, as at AWS, and the operator's recover
+            // comes after them (as in the sweep below). A takeover that races them is issue 50's
+            // case 10 (a dead holder on this host), not yet closed: the strict layer's slower writes
+            // made that race show here.
+            assert!(
+                world.proxy.wait_quiet(HOLD_WAIT),
+                "{}: the killed run's calls never ended",
+                kind.name()
+            );
             let run = world.run(Phase::Recover, &[]);
             assert_eq!(run.code, 0, "{}: {when:?}: {run:?}", kind.name());
             let off = world.off(&start.original).await;
@@ -1629,8 +1638,6 @@ kind!(db = Db;
     kill_at_every_call: issue_31_a_kill_at_every_call_loses_nothing,
     changed_by_hand: issue_31_a_change_by_hand_before_the_change_is_kept,
     vanished: issue_31_a_vanished_resource_is_reported,
-    #[ignore = "issue 50, open: a writer failed over from two zones fails back only once in one recover (its \
-                second line is planned from the read before the first failback; db reads again only on evacuate)"]
     two_zones_recovered_in_one_run: issue_50_two_zones_are_recovered_in_one_run,
 );
 kind!(batch = Batch;

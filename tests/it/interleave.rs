@@ -1000,3 +1000,68 @@ async fn issue_31_interleavings_with_both_runs_paused() {
     assert!(both > 0, "no interleaving parked both runs");
     assert_none(&problems);
 }
+
+/// Issue 50, case 10: a call that timed out may still land (AWS carries out a request whose answer
+/// its caller never read). A evacuates every group with `--operation-timeout 2s`; `b`'s update is
+/// parked at the proxy, so A's SDK gives it up. Before, the line failed and its lock was released at
+/// once: B's `recover` could read `b` still whole and delete its record before A's update landed.
+/// Now the line ends as one given up in flight: record kept, lock left to run out. B leaves `b`
+/// alone (exit 1); once the parked update has landed and A is gone, recover puts everything back
+/// exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_50_a_change_that_timed_out_keeps_its_lock_until_it_can_no_longer_land() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk(&moto).await;
+    let (_, mut watch) = fresh(&moto, &sdk).await;
+    proxy.hold(update_of("b"));
+    let a_args = [
+        "evacuate",
+        "--az-id",
+        ZONE,
+        "--type",
+        "asg",
+        "--yes",
+        "--output",
+        "json",
+        "--operation-timeout",
+        "2s",
+    ];
+    let env = [("AZEVAC_LEASE", Some("3s")), ("AWS_MAX_ATTEMPTS", Some("1"))];
+    let mut a = Running::start_with(&proxy.endpoint, &a_args, &env);
+    assert!(
+        proxy.wait_held(Some(&mut a.child), HOLD_WAIT).is_some(),
+        "A never sent b's update"
+    );
+    // A's SDK gives the update up after 2 s; A is then still alive, waiting for the call to be
+    // unable to land (its lease plus its operation timeout) before it exits.
+    std::thread::sleep(Duration::from_millis(3000));
+    let mut problems = Vec::new();
+    let b_args = ["recover", "--az-id", ZONE, "--type", "asg", "--yes", "--output", "json"];
+    if let Some(run) = run_bounded(&moto, &b_args, "B", &mut problems) {
+        let line = line_of(&run, "b");
+        if line["status"] == "done" || run.code != 1 {
+            problems.push(format!(
+                "B must leave b alone while A's timed-out update may still land (exit {}): {line}",
+                run.code
+            ));
+        }
+    }
+    problems.extend(watch.forgotten(&sdk).await);
+    // A's update lands now, after A's SDK gave it up.
+    proxy.release();
+    assert!(proxy.wait_quiet(HOLD_WAIT), "the parked update never ended");
+    match a.finish(RUN_WAIT) {
+        None => problems.push("A did not finish".into()),
+        Some(run) => {
+            let line = line_of(&run, "b");
+            let reason = line["reason"].as_str().unwrap_or_default();
+            if line["status"] != "failed" || !reason.contains("may still land") {
+                problems.push(format!("A must say b's change may still land: {line}"));
+            }
+        }
+    }
+    problems.extend(watch.forgotten(&sdk).await);
+    problems.extend(watch.recover_all_exactly(&moto, &sdk).await);
+    assert_none(&problems);
+}

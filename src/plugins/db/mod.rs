@@ -145,10 +145,10 @@ impl Plugin for Databases {
         // A writer failed over twice (two zones) fails back the way it came: the last first.
         crate::plan::latest_first(&mut records);
         let zones = self.rds.zones().await?;
-        let databases = self.read(&zones, records.iter().map(|r| r.resource.as_str())).await?;
-        Ok(records
-            .iter()
-            .map(|r| {
+        let mut databases = self.read(&zones, records.iter().map(|r| r.resource.as_str())).await?;
+        let mut items = Vec::with_capacity(records.len());
+        for r in &records {
+            let item = {
                 let db = databases.iter().find(|d| d.arn == r.resource);
                 let mut item = recovery(r, db, self.failback, self.forget_missing);
                 if item.status == Status::Planned && fails_back(&item) && scope.still_evacuated.contains(&r.az_id) {
@@ -168,8 +168,15 @@ impl Plugin for Databases {
                     }
                 }
                 item
-            })
-            .collect())
+            };
+            // A database failed over from two zones fails back the way it came: the next record
+            // plans on the writer this line leaves (the subnet kinds build each line on the last).
+            if item.status == Status::Planned && fails_back(&item) {
+                leaves_writer(&mut databases, &item);
+            }
+            items.push(item);
+        }
+        Ok(items)
     }
 
     /// Under the lock: the writer may have moved since the plan (someone failed over, or the
@@ -245,6 +252,23 @@ impl Plugin for Databases {
 
     async fn probe(&self) -> Vec<super::Check> {
         vec![self.rds.probe().await, self.cache.probe().await]
+    }
+}
+
+/// Where a planned failback leaves the writer, in `databases` as read: the failover's target becomes
+/// the writer (a Multi-AZ instance is its own writer, and is left as read).
+fn leaves_writer(databases: &mut [types::Database], line: &Item) {
+    let Some(Ok(failover)) = line.target.as_ref().map(|t| t.detail_as::<types::Failover>()) else {
+        return;
+    };
+    let Some(db) = databases.iter_mut().find(|d| d.arn == line.resource) else {
+        return;
+    };
+    if matches!(db.kind, types::Kind::MultiAz { .. }) {
+        return;
+    }
+    for member in db.members.iter_mut() {
+        member.writer = member.id == failover.to;
     }
 }
 
