@@ -179,7 +179,7 @@ impl Lambda {
             .await
             .map_err(|e| Error::Aws {
                 operation: "lambda:GetFunction (waiting for LastUpdateStatus to leave InProgress)",
-                source: Box::new(e),
+                source: Box::new(crate::error::SdkFailure::waiting(e)),
             })?;
         Ok(())
     }
@@ -279,7 +279,7 @@ impl SubnetService for Lambda {
                 if e.as_service_error().is_some_and(|e| e.is_precondition_failed_exception()) {
                     Error::ChangedSincePlan {
                         resource: resource.name.clone(),
-                        source: Box::new(e),
+                        source: Box::new(crate::error::SdkFailure::new(e)),
                     }
                 } else {
                     Error::from_sdk("lambda:UpdateFunctionConfiguration", e)

@@ -38,6 +38,7 @@ mod promise;
 mod registry;
 mod reliability;
 mod schema;
+mod sdk_errors;
 mod vpc_endpoint;
 mod watch;
 mod waves;
