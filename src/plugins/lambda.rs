@@ -17,7 +17,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
-use super::{Place, Plugin, Presence, Resource, Setup, SubnetService};
+use super::{Place, Plugin, Presence, Resource, Setup, SubnetLimit, SubnetService};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of Lambda functions.
@@ -213,6 +213,15 @@ impl Lambda {
 impl SubnetService for Lambda {
     fn resource_type(&self) -> &'static str {
         TYPE
+    }
+
+    /// `VpcConfig.SubnetIds` takes at most 16 items:
+    /// <https://docs.aws.amazon.com/lambda/latest/api/API_VpcConfig.html>.
+    fn max_subnets(&self, _resource: &Resource) -> Option<SubnetLimit> {
+        Some(SubnetLimit {
+            most: 16,
+            what: "a Lambda function",
+        })
     }
 
     async fn discover(&self) -> Result<Vec<Resource>> {

@@ -28,6 +28,7 @@ mod interleave;
 mod karpenter;
 mod lease;
 mod least_privilege;
+mod limits;
 mod log_format;
 mod nat;
 mod notify;
