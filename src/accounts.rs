@@ -309,13 +309,15 @@ async fn organization(sdk: &SdkConfig, ous: &[String]) -> Result<Vec<String>> {
     Ok(ids)
 }
 
-fn organizations_error<E, R>(action: &str, e: &aws_sdk_organizations::error::SdkError<E, R>) -> Error
+fn organizations_error<E>(
+    action: &str,
+    e: &aws_sdk_organizations::error::SdkError<E, aws_smithy_runtime_api::http::Response>,
+) -> Error
 where
     E: std::error::Error + aws_sdk_organizations::error::ProvideErrorMetadata + Send + Sync + 'static,
-    R: std::fmt::Debug,
 {
     let code = aws_sdk_organizations::error::ProvideErrorMetadata::code(e).unwrap_or_default();
-    let detail = aws_sdk_organizations::error::DisplayErrorContext(e).to_string();
+    let detail = crate::error::sdk::detail(e);
     match code {
         "AccessDeniedException" | "AWSOrganizationsNotInUseException" => Error::BadInput(format!(
             "{action} failed ({code}): `--accounts {ORG}` needs the organization's management account \
@@ -349,7 +351,9 @@ pub async fn assume(
     let first = match role.provide_credentials().await {
         Ok(credentials) => credentials,
         Err(e) => {
-            let detail = aws_sdk_sts::error::DisplayErrorContext(&e).to_string();
+            // The provider's error holds STS's answer: said as one line (`sts:AssumeRole: HTTP 403:
+            // AccessDenied: ...`), never the SDK's debug structures.
+            let detail = crate::error::describe(&e);
             return Err(Error::BadInput(format!(
                 "cannot assume {role_arn} ({ASSUME_ROLE}): {}; check that the role exists in that account and trusts \
                  the caller (fixtures/member-role.cfn.yaml), and the --external-id",

@@ -3,6 +3,10 @@
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_smithy_runtime_api::http::Response as HttpResponse;
 
+pub mod sdk;
+
+pub use sdk::SdkFailure;
+
 /// A boxed cause, kept so `{:#}` shows the whole chain down to the SDK's message.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -114,7 +118,7 @@ pub enum Error {
 
     /// A call timed out without an answer: AWS carries out a request whose answer its caller never
     /// read, so the change may still land after this.
-    #[error("{operation} timed out without an answer; the change may still land")]
+    #[error("{operation}: no answer within the timeout; the call may still be carried out")]
     TimedOut {
         /// The call.
         operation: &'static str,
@@ -291,24 +295,27 @@ impl Error {
         matches!(self, Error::JournalConflict { .. })
     }
 
-    /// Classify a failed SDK call of any service into our variants, keeping the SDK error as the source.
+    /// Classify a failed SDK call of any service into our variants, keeping the SDK error as the
+    /// source, under the one line that says what the call got ([`SdkFailure`]).
     pub fn from_sdk<E>(operation: &'static str, err: SdkError<E, HttpResponse>) -> Self
     where
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
         let code = err.code().unwrap_or_default().to_owned();
         // An answer that is no AWS error at all (a 404, or an HTML error page): the endpoint does not
-        // serve this API. Emulators answer so for services they lack.
+        // serve this API. Emulators answer so for services they lack (moto: an HTML 500 page). A
+        // gateway's page (502, 503, 504: a proxy or load balancer in between, about its upstream)
+        // says nothing about the API: that call failed, as any other.
         let raw = err.raw_response();
         let status = raw.map(|r| r.status().as_u16());
         let html = raw
             .and_then(|r| r.headers().get("content-type"))
             .is_some_and(|t| t.starts_with("text/html"));
-        if code.is_empty() && (status == Some(404) || html) {
+        if code.is_empty() && (status == Some(404) || (html && !status.is_some_and(|s| (502..=504).contains(&s)))) {
             return Error::Unsupported {
                 operation,
                 status: status.unwrap_or_default(),
-                source: Box::new(err),
+                source: Box::new(SdkFailure::new(err)),
             };
         }
         let chain = DisplayErrorContext(&err).to_string();
@@ -322,7 +329,7 @@ impl Error {
         if timed_out {
             return Error::TimedOut {
                 operation,
-                source: Box::new(err),
+                source: Box::new(SdkFailure::new(err)),
             };
         }
         let dispatch = matches!(err, SdkError::DispatchFailure(_));
@@ -334,7 +341,7 @@ impl Error {
                  use a plan that includes it, or moto server (see the manual's Troubleshooting page)"
             ));
         }
-        let source: BoxError = Box::new(err);
+        let source: BoxError = Box::new(SdkFailure::new(err));
         match code.as_str() {
             c if is_throttling_code(c) => Error::Throttled { operation, source },
             c if c.starts_with("AccessDenied") || c == "UnauthorizedOperation" || c == "AuthFailure" => {
@@ -352,19 +359,13 @@ impl Error {
     }
 }
 
-/// An error with every cause, on one line.
+/// An error with every cause, on one line; an SDK error among them as one line of operation, HTTP
+/// status, code and message ([`sdk::detail`]), never the SDK's debug structures.
 pub fn describe(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
+    match sdk::known(err) {
+        Some(said) => said,
+        None => sdk::chain(err.to_string(), err),
     }
-    text
 }
 
 /// Error codes that AWS services use for throttling (they differ per service).

@@ -55,10 +55,12 @@ fn raise_open_files() {
 /// Logs go to stderr (stdout carries the plan or JSON): warnings by default, `-v` info, `-vv` debug.
 fn init_logging(verbose: u8) {
     // The SDK's instance-metadata lookups warn in several long lines whenever azevac runs outside
-    // EC2 (every laptop), ahead of azevac's own one-line error: below -vv they stay quiet.
+    // EC2 (every laptop), ahead of azevac's own one-line error: below -vv they stay quiet. So does
+    // the assume-role provider's warning when STS refuses a role: it prints STS's error as the
+    // SDK's debug structures, where azevac says the same in one line ("cannot assume ...").
     let default = match verbose {
-        0 => "warn,aws_config::imds=off",
-        1 => "azevac=info,warn,aws_config::imds=off",
+        0 => "warn,aws_config::imds=off,aws_config::sts::assume_role=error",
+        1 => "azevac=info,warn,aws_config::imds=off,aws_config::sts::assume_role=error",
         _ => "azevac=debug,info",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

@@ -518,8 +518,7 @@ impl Notifier {
             }
             let sent = publish.send().await;
             if let Err(e) = sent {
-                let why = aws_sdk_sns::error::DisplayErrorContext(&e).to_string();
-                let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
+                let why = crate::error::sdk::detail(&e);
                 crate::say!(
                     "azevac: warning: could not notify {} ({PUBLISH}): {}",
                     crate::text::clean(topic),

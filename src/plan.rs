@@ -263,6 +263,40 @@ pub fn recovery(
     item
 }
 
+/// The most subnets AWS takes in one resource's configuration, as a kind declares it
+/// ([`crate::plugins::SubnetService::max_subnets`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubnetLimit {
+    /// The most subnets AWS takes.
+    pub most: usize,
+    /// What takes them, in the operator's words: `an ECS service`.
+    pub what: &'static str,
+}
+
+/// Fail a recovery line that would give its resource more subnets than `limit` allows (pure).
+/// Recover puts back the union of the live subnets and the journalled ones, so a subnet someone
+/// added during the incident can take it over the limit: AWS would refuse the whole update, so
+/// nothing is sent, the record is kept, and the operator is told what to remove. Evacuation only
+/// removes subnets, so it never reaches a limit; a line with nothing to put back changes nothing.
+pub fn limit_subnets(item: &mut Item, limit: Option<SubnetLimit>) {
+    let Some(limit) = limit else {
+        return;
+    };
+    let restores = item.restored_subnets.as_ref().is_some_and(|r| !r.is_empty());
+    let count = item.resulting_subnets.len();
+    if item.status != Status::Planned || !restores || count <= limit.most {
+        return;
+    }
+    let over = count - limit.most;
+    item.fail(format!(
+        "not possible: putting back {} would give it {count} subnets, and {} takes at most {}: remove {over} \
+         of its subnets, then run recover again; nothing changed, journal record kept",
+        item.restored_subnets.as_deref().unwrap_or_default().join(", "),
+        limit.what,
+        limit.most,
+    ));
+}
+
 /// `current` with `restored` put back where they stood in `original` (pure): each right after the
 /// subnet that came before it there (first, if none did), then the subnets `original` knows in its
 /// order, in the places they hold; subnets it does not know (added since, or put back from another
@@ -616,6 +650,56 @@ mod tests {
         );
         assert_eq!(item.resulting_subnets, ["a"]);
         assert!(!item.changes_resource());
+    }
+
+    /// Issue 50: putting a journalled subnet back next to one added during the incident would
+    /// exceed what AWS takes: the line fails, naming the count and the limit, and sends nothing;
+    /// at the limit, or with nothing to put back, or for a kind without one, it goes on.
+    #[test]
+    fn issue_50_a_recovery_over_the_kinds_subnet_limit_fails_naming_both() {
+        const ECS: SubnetLimit = SubnetLimit {
+            most: 16,
+            what: "an ECS service",
+        };
+        let live: Vec<String> = (1..=16).map(|i| format!("s{i}")).collect();
+        let existing = sites(&[("z1", "use1-az2"), ("z2", "use1-az2")]);
+        let resource = |subnets: &[String]| Resource {
+            subnets: subnets.to_vec(),
+            ..asg(&[])
+        };
+        // 16 live (one added by hand during the incident) + the journalled one = 17.
+        let mut item = recovery(&record(&["z1"]), Some(&resource(&live)), &existing, false);
+        limit_subnets(&mut item, Some(ECS));
+        assert_eq!(item.status, Status::Failed);
+        let reason = item.reason.clone().unwrap_or_default();
+        assert!(
+            reason.contains("would give it 17 subnets, and an ECS service takes at most 16: remove 1 of its subnets"),
+            "{reason}"
+        );
+        assert!(
+            reason.contains("journal record kept") && reason.contains("z1"),
+            "{reason}"
+        );
+        // Two journalled: 18, two to remove.
+        let mut item = recovery(&record(&["z1", "z2"]), Some(&resource(&live)), &existing, false);
+        limit_subnets(&mut item, Some(ECS));
+        assert!(item.reason.unwrap_or_default().contains("18 subnets"), "two over");
+        // 15 live + 1 = 16: within the limit.
+        let mut item = recovery(&record(&["z1"]), Some(&resource(&live[..15])), &existing, false);
+        limit_subnets(&mut item, Some(ECS));
+        assert_eq!(item.status, Status::Planned);
+        assert_eq!(item.resulting_subnets.len(), 16);
+        // Nothing to put back (the subnet is there already): the record just goes.
+        let mut back = live[..15].to_vec();
+        back.push("z1".into());
+        let mut item = recovery(&record(&["z1"]), Some(&resource(&back)), &existing, false);
+        limit_subnets(&mut item, Some(ECS));
+        assert_eq!(item.status, Status::Planned);
+        // A kind without a limit (Auto Scaling) puts all 17 back.
+        let mut item = recovery(&record(&["z1"]), Some(&resource(&live)), &existing, false);
+        limit_subnets(&mut item, None);
+        assert_eq!(item.status, Status::Planned);
+        assert_eq!(item.resulting_subnets.len(), 17);
     }
 
     fn strings(list: &[&str]) -> Vec<String> {

@@ -120,7 +120,7 @@ impl Zones {
             Err(e @ aws_sdk_ec2::error::SdkError::TimeoutError(_)) => {
                 return Err(Error::Unreachable {
                     operation: "ec2:DescribeAvailabilityZones",
-                    source: Box::new(e),
+                    source: Box::new(crate::error::SdkFailure::new(e)),
                 })
             }
             other => other,

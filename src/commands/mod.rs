@@ -140,7 +140,7 @@ impl Context {
                     .get_caller_identity()
                     .send()
                     .await
-                    .map_err(|e| crate::text::clean(&aws_sdk_sts::error::DisplayErrorContext(&e).to_string()))?;
+                    .map_err(|e| crate::error::sdk::detail(&e))?;
                 Ok((
                     out.arn().unwrap_or("unknown").to_owned(),
                     out.account().unwrap_or_default().to_owned(),

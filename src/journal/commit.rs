@@ -224,7 +224,7 @@ impl Journal {
             return Error::TableMissing {
                 table: self.table.clone(),
                 region: self.region.clone(),
-                source: Box::new(err),
+                source: Box::new(crate::error::SdkFailure::new(err)),
             };
         }
         Error::from_sdk(operation, err)
@@ -244,7 +244,7 @@ impl Journal {
             return Error::JournalConflict {
                 az_id: az_id.to_owned(),
                 resource: resource.to_owned(),
-                source: Box::new(err),
+                source: Box::new(crate::error::SdkFailure::new(err)),
             };
         }
         self.map_err(operation, err)

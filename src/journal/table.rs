@@ -2,7 +2,7 @@
 //! one, and say clearly when it is missing.
 
 use aws_sdk_dynamodb::client::Waiters;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
     PointInTimeRecoverySpecification, PointInTimeRecoveryStatus, Projection, ProjectionType, ScalarAttributeType,
@@ -74,7 +74,7 @@ impl Journal {
             Err(e) => {
                 tracing::debug!(
                     operation = "dynamodb:DescribeContinuousBackups",
-                    error = %DisplayErrorContext(&e),
+                    error = %crate::error::sdk::detail(&e),
                     "cannot read the journal's backups"
                 );
                 None
@@ -197,7 +197,7 @@ impl Journal {
             .await
             .map_err(|e| Error::Aws {
                 operation: "dynamodb:DescribeTable (waiting for ACTIVE)",
-                source: Box::new(e),
+                source: Box::new(crate::error::SdkFailure::waiting(e)),
             })?;
         Ok(true)
     }

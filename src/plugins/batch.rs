@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
 use super::wait::{self, Poll};
-use super::{Place, Plugin, Presence, Resource, Setup, SubnetService};
+use super::{Place, Plugin, Presence, Resource, Setup, SubnetLimit, SubnetService};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of Batch compute environments.
@@ -176,6 +176,16 @@ impl Batch {
 impl SubnetService for Batch {
     fn resource_type(&self) -> &'static str {
         TYPE
+    }
+
+    /// "Fargate compute resources can contain up to 16 subnets"; EC2 and Spot ones have no such
+    /// limit: <https://docs.aws.amazon.com/batch/latest/APIReference/API_ComputeResource.html>.
+    fn max_subnets(&self, resource: &Resource) -> Option<SubnetLimit> {
+        let detail: Detail = resource.detail_as().ok()?;
+        detail.compute_type.starts_with("FARGATE").then_some(SubnetLimit {
+            most: 16,
+            what: "a Fargate compute environment",
+        })
     }
 
     async fn discover(&self) -> Result<Vec<Resource>> {
@@ -566,6 +576,22 @@ mod tests {
         assert!(ok(&unmanaged).is_some_and(|w| w.starts_with("unmanaged")));
         let resource = to_resource(&unmanaged).expect("listed");
         assert!(resource.subnets.is_empty(), "its instances are not placed by it");
+    }
+
+    /// Issue 50: a Fargate environment takes at most 16 subnets, an EC2 or Spot one has no such
+    /// limit.
+    #[test]
+    fn issue_50_only_fargate_environments_have_a_subnet_limit() {
+        let batch = Batch::new(mock_client(&[]), ecs_client());
+        for (kind, limit) in [
+            (CrType::Fargate, Some(16)),
+            (CrType::FargateSpot, Some(16)),
+            (CrType::Ec2, None),
+            (CrType::Spot, None),
+        ] {
+            let resource = to_resource(&environment("e", kind.clone(), None)).expect("resource");
+            assert_eq!(batch.max_subnets(&resource).map(|l| l.most), limit, "{kind:?}");
+        }
     }
 
     #[test]

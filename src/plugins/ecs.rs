@@ -18,7 +18,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
-use super::{Place, Plugin, Presence, Resource, Setup, SubnetService};
+use super::{Place, Plugin, Presence, Resource, Setup, SubnetLimit, SubnetService};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of ECS services.
@@ -169,6 +169,15 @@ impl Ecs {
 impl SubnetService for Ecs {
     fn resource_type(&self) -> &'static str {
         TYPE
+    }
+
+    /// "There's a limit of 16 subnets that can be specified" in a service's `awsvpcConfiguration`:
+    /// <https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_AwsVpcConfiguration.html>.
+    fn max_subnets(&self, _resource: &Resource) -> Option<SubnetLimit> {
+        Some(SubnetLimit {
+            most: 16,
+            what: "an ECS service",
+        })
     }
 
     async fn discover(&self) -> Result<Vec<Resource>> {

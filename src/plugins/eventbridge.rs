@@ -17,7 +17,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
-use super::{Place, Plugin, Presence, Resource, Setup, SubnetService};
+use super::{Place, Plugin, Presence, Resource, Setup, SubnetLimit, SubnetService};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of EventBridge rule targets.
@@ -311,6 +311,15 @@ impl EventBridge {
 impl SubnetService for EventBridge {
     fn resource_type(&self) -> &'static str {
         TYPE
+    }
+
+    /// An ECS target's `AwsVpcConfiguration` takes "as many as 16 subnets":
+    /// <https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_AwsVpcConfiguration.html>.
+    fn max_subnets(&self, _resource: &Resource) -> Option<SubnetLimit> {
+        Some(SubnetLimit {
+            most: 16,
+            what: "an EventBridge ECS target",
+        })
     }
 
     async fn discover(&self) -> Result<Vec<Resource>> {

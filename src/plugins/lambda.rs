@@ -18,7 +18,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
-use super::{Place, Plugin, Presence, Resource, Setup, SubnetService};
+use super::{Place, Plugin, Presence, Resource, Setup, SubnetLimit, SubnetService};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of Lambda functions.
@@ -180,7 +180,7 @@ impl Lambda {
             .await
             .map_err(|e| Error::Aws {
                 operation: "lambda:GetFunction (waiting for LastUpdateStatus to leave InProgress)",
-                source: Box::new(e),
+                source: Box::new(crate::error::SdkFailure::waiting(e)),
             })?;
         Ok(())
     }
@@ -276,7 +276,7 @@ impl Lambda {
                 }
                 Some(s) if s.is_precondition_failed_exception() => Try::Fatal(Error::ChangedSincePlan {
                     resource: resource.name.clone(),
-                    source: Box::new(e),
+                    source: Box::new(crate::error::SdkFailure::new(e)),
                 }),
                 _ => Try::Fatal(Error::from_sdk("lambda:UpdateFunctionConfiguration", e)),
             })?;
@@ -304,6 +304,15 @@ impl Lambda {
 impl SubnetService for Lambda {
     fn resource_type(&self) -> &'static str {
         TYPE
+    }
+
+    /// `VpcConfig.SubnetIds` takes at most 16 items:
+    /// <https://docs.aws.amazon.com/lambda/latest/api/API_VpcConfig.html>.
+    fn max_subnets(&self, _resource: &Resource) -> Option<SubnetLimit> {
+        Some(SubnetLimit {
+            most: 16,
+            what: "a Lambda function",
+        })
     }
 
     async fn discover(&self) -> Result<Vec<Resource>> {

@@ -22,6 +22,7 @@ pub use crate::model::Finding;
 pub use crate::model::Resource;
 use crate::model::{Command, Item, Plan, Record, Request};
 use crate::plan::Filters;
+pub use crate::plan::SubnetLimit;
 use crate::topology::{Zone, Zones};
 use crate::Result;
 
@@ -548,6 +549,13 @@ pub trait SubnetService: Send + Sync {
     /// `None`: as planned. What the adapter calls; default: `apply`, nothing to say.
     async fn apply_and_tell(&self, resource: &Resource, subnets: &[String]) -> Result<Option<Vec<String>>> {
         self.apply(resource, subnets).await.map(|()| None)
+    }
+
+    /// The most subnets AWS takes in `resource`'s configuration, with a link to where AWS says
+    /// so; `None` (the default): no limit that putting subnets back can reach. The adapter fails a
+    /// recovery line that would exceed it, before anything is sent ([`crate::plan::limit_subnets`]).
+    fn max_subnets(&self, _resource: &Resource) -> Option<SubnetLimit> {
+        None
     }
 
     /// When its lines run (default: with capacity). Traffic kinds (VPC endpoints) leave first and

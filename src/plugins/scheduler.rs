@@ -19,7 +19,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
-use super::{Place, Plugin, Presence, Resource, Setup, SubnetService};
+use super::{Place, Plugin, Presence, Resource, Setup, SubnetLimit, SubnetService};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of EventBridge Scheduler schedules.
@@ -200,6 +200,15 @@ impl Scheduler {
 impl SubnetService for Scheduler {
     fn resource_type(&self) -> &'static str {
         TYPE
+    }
+
+    /// A schedule's ECS `AwsVpcConfiguration` takes at most 16 subnets:
+    /// <https://docs.aws.amazon.com/scheduler/latest/APIReference/API_AwsVpcConfiguration.html>.
+    fn max_subnets(&self, _resource: &Resource) -> Option<SubnetLimit> {
+        Some(SubnetLimit {
+            most: 16,
+            what: "an EventBridge Scheduler ECS target",
+        })
     }
 
     async fn discover(&self) -> Result<Vec<Resource>> {

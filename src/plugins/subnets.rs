@@ -107,6 +107,9 @@ impl<S: SubnetService + 'static> Subnets<S> {
         forget_missing: bool,
     ) -> Result<Item> {
         let mut item = plan::recovery(record, current, existing, forget_missing);
+        // Checked here, where the plan and the fresh read under the lock both pass: the live
+        // subnets can have grown since the plan.
+        plan::limit_subnets(&mut item, current.and_then(|c| self.service.max_subnets(c)));
         // Steps besides the subnets that the record says azevac took (ASG: a suspended process).
         // A record the service cannot read fails this line only: nothing of it is undone.
         if let (Status::Planned, Some(target)) = (item.status, item.target.as_mut()) {
@@ -226,7 +229,9 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
         let mut items = Vec::new();
         for record in &records {
             let item = self.recovery_line(record, current.get(&record.resource), &existing, forget_missing)?;
-            if let Some(resource) = current.get_mut(&record.resource) {
+            // The next line of the same resource builds on this one's result, if it is to happen
+            // (as under the lock: a failed line changes nothing).
+            if let (Status::Planned, Some(resource)) = (item.status, current.get_mut(&record.resource)) {
                 resource.subnets = item.resulting_subnets.clone();
             }
             items.push(item);

@@ -68,6 +68,9 @@ pub enum Fault {
     /// DynamoDB's `TransactionCanceledException` with every write's reason `ThrottlingError`: a
     /// partition's write rate exceeded, as a transaction is told (the SDK does not retry it).
     TransactionThrottled,
+    /// A gateway's own HTML error page (HTTP 502 Bad Gateway, as nginx words it), in place of
+    /// the service's answer: no AWS error at all, in no format the SDK parses.
+    BadGatewayPage,
     /// A refusal (HTTP 400) in the service's words, with this code and message: the text AWS
     /// echoes back from a request (a name, a value) is text azevac did not write.
     Refuse {
@@ -830,6 +833,11 @@ fn transaction_throttled(body: &str) -> Response<Body> {
         .expect("response")
 }
 
+/// nginx's page for an upstream that failed, as a corporate proxy or a load balancer in front of
+/// an endpoint answers.
+pub const BAD_GATEWAY_PAGE: &str = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n\
+    <center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n";
+
 /// An error in the wire format of the service's protocol, so the SDK parses it as AWS would send it.
 fn error_response(service: &str, fault: Fault) -> Response<Body> {
     let (status, code) = match (fault, service) {
@@ -840,6 +848,13 @@ fn error_response(service: &str, fault: Fault) -> Response<Body> {
                 .status(StatusCode::BAD_GATEWAY)
                 .header("connection", "close")
                 .body(Body::empty())
+                .expect("response");
+        }
+        (Fault::BadGatewayPage, _) => {
+            return Response::builder()
+                .status(StatusCode::BAD_GATEWAY)
+                .header("content-type", "text/html")
+                .body(Body::from(BAD_GATEWAY_PAGE))
                 .expect("response");
         }
         (Fault::Throttle, "ec2") => (503, "RequestLimitExceeded"),
