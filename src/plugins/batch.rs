@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::subnets::Subnets;
 use super::wait::{self, Poll};
 use super::{Place, Plugin, Presence, Resource, Setup, SubnetService};
+use crate::model::Identity;
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of Batch compute environments.
@@ -470,7 +471,10 @@ fn to_resource(environment: &ComputeEnvironmentDetail) -> Option<Resource> {
         unsupported,
         notes,
         detail: serde_json::to_value(detail).unwrap_or_default(),
-        identity: None,
+        // The ARN names the environment by name; its `uuid` is the one a re-created one does not share
+        // (<https://docs.aws.amazon.com/batch/latest/APIReference/API_ComputeEnvironmentDetail.html>).
+        // DescribeComputeEnvironments gives no creation time.
+        identity: environment.uuid().and_then(|uuid| Identity::aws(uuid, None)),
     })
 }
 

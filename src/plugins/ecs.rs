@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
 use super::{Place, Plugin, Presence, Resource, Setup, SubnetService};
+use crate::model::{timestamp, Identity};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of ECS services.
@@ -469,7 +470,10 @@ fn to_resource(cluster: &str, service: &Service) -> Resource {
         unsupported,
         notes: vec![REPLACEMENT_NOTE.to_owned()],
         detail: serde_json::to_value(detail).unwrap_or_default(),
-        identity: None,
+        // A service deleted and created again under the same name keeps its ARN; only `createdAt`,
+        // "the Unix timestamp for the time when the service was created", tells them apart
+        // (<https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_Service.html>).
+        identity: Identity::created_at(service.created_at().and_then(timestamp)),
     }
 }
 
