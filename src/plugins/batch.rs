@@ -584,6 +584,12 @@ mod tests {
         assert!(jobs_note(&fargate).contains("not moved"));
         let resource = to_resource(&ec2).expect("resource");
         assert_eq!(resource.subnets, ["subnet-a", "subnet-b"]);
+        // Issue 50: its identity is its uuid, when Batch gives one (the emulator does not).
+        assert_eq!(resource.identity, None);
+        let mut with_uuid = ec2.clone();
+        with_uuid.uuid = Some("9f0c1e2d".into());
+        let identity = to_resource(&with_uuid).and_then(|r| r.identity).expect("an identity");
+        assert_eq!(identity.describe(), "uid 9f0c1e2d");
         assert_eq!(
             resource.notes.len(),
             2,

@@ -575,6 +575,18 @@ mod tests {
         assert_eq!(detail.assign_public_ip.as_deref(), Some("ENABLED"));
     }
 
+    /// Issue 50: the service's identity is its `createdAt` (its ARN is a re-created one's too);
+    /// none when ECS gives none.
+    #[test]
+    fn issue_50_a_services_identity_is_its_creation_time() {
+        let mut svc = service("web");
+        assert_eq!(to_resource("prod", &svc).identity, None);
+        svc.created_at = Some(aws_sdk_ecs::primitives::DateTime::from_millis(1_772_359_200_123));
+        let identity = to_resource("prod", &svc).identity.expect("an identity");
+        assert_eq!(identity.uid, "2026-03-01T10:00:00.123Z");
+        assert_eq!(identity.describe(), "created 2026-03-01T10:00:00.123Z");
+    }
+
     #[test]
     fn code_deploy_services_are_unsupported() {
         let mut svc = service("blue-green");
