@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::model::{Command, Item, Plan, Request, Status};
-use crate::model::{Placement, Record, Resource, Site};
+use crate::model::{Identity, Placement, Record, Resource, Site};
 
 /// Where a saved plan and the plan made again from live state disagree, one line per resource (empty:
 /// they agree). Only lines that change something in either plan are compared: a skipped line that
@@ -146,6 +146,9 @@ pub fn evacuation(
     filters: &Filters,
     record: Option<&Record>,
 ) -> Option<Item> {
+    // A record of another resource of the same name (deleted and created again since) took
+    // nothing from this one; this run's intent takes its place (`journal::writes::begin_write`).
+    let record = record.filter(|r| r.is_about(resource.identity.as_ref()));
     let (in_zone, remaining): (Vec<String>, Vec<String>) =
         resource.subnets.iter().cloned().partition(|s| zone_subnets.contains(s));
     let filtered = filters.rejects(resource);
@@ -212,6 +215,16 @@ pub fn recovery(
         missing(&mut item, "resource", forget_missing);
         return item;
     };
+    // Deleted and created again under the same name since (a stack replacement): not the resource
+    // azevac changed, so nothing of the record is put on it; the record waits for the operator as
+    // that of a vanished resource does.
+    if !record.is_about(current.identity.as_ref()) {
+        item.current_subnets = current.subnets.clone();
+        item.resulting_subnets = current.subnets.clone();
+        item.target = None;
+        recreated(&mut item, record, current.identity.as_ref(), forget_missing);
+        return item;
+    }
     // What azevac cannot change it cannot put back either (an ECS service being deleted refuses
     // UpdateService): the line says why and the record stays, for the operator to decide on (once
     // the resource is gone, `--forget-missing` deletes it).
@@ -341,6 +354,24 @@ pub fn missing(item: &mut Item, what: &str, forget_missing: bool) {
         item.unfinished = true;
         item.reason = Some(format!(
             "{what} no longer exists: journal record kept (pass --forget-missing to delete it)"
+        ));
+    }
+}
+
+/// A recovery line whose resource was deleted and created again under the same name since the
+/// record was written (`live`: the newcomer's identity): it is as good as gone, so [`missing`]'s
+/// rule holds (record kept until `--forget-missing`), and the newcomer is never changed.
+pub fn recreated(item: &mut Item, record: &Record, live: Option<&Identity>, forget_missing: bool) {
+    let was = record.identity.as_ref().map(Identity::describe).unwrap_or_default();
+    let now = live.map(Identity::describe).unwrap_or_default();
+    let what = format!("re-created since azevac changed it ({was}; now {now}), left untouched");
+    if forget_missing {
+        item.reason = Some(format!("{what}: journal record will be deleted (--forget-missing)"));
+    } else {
+        item.status = Status::Skipped;
+        item.unfinished = true;
+        item.reason = Some(format!(
+            "{what}: journal record kept (pass --forget-missing to delete it)"
         ));
     }
 }
@@ -834,5 +865,91 @@ mod tests {
         let forgotten = recovery(&record(&["b"]), None, &BTreeMap::new(), true);
         assert_eq!(forgotten.status, Status::Planned);
         assert!(!forgotten.changes_resource());
+    }
+
+    fn created(at: &str) -> Option<Identity> {
+        Identity::created_at(Some(at.to_owned()))
+    }
+
+    /// Issue 50: a resource deleted and created again under the same name since the evacuation is
+    /// not the one azevac changed: nothing is put on it, the line names both identities, and the
+    /// record is kept as a vanished resource's is, until `--forget-missing` deletes it.
+    #[test]
+    fn issue_50_a_record_of_a_recreated_resource_is_reported_and_kept_not_acted_on() {
+        let existing = sites(&[("b", "use1-az2")]);
+        let mut rec = record(&["b"]);
+        rec.identity = created("2026-03-01T10:00:00Z");
+        let mut newcomer = asg(&["a"]);
+        newcomer.identity = created("2026-03-02T11:00:00Z");
+        let kept = recovery(&rec, Some(&newcomer), &existing, false);
+        assert_eq!(kept.status, Status::Skipped);
+        assert!(kept.unfinished, "the run is not a success while the record waits");
+        assert!(!kept.changes_resource());
+        assert_eq!(kept.target, None, "the newcomer is never changed");
+        assert_eq!(
+            kept.resulting_subnets,
+            ["a"],
+            "the next line of the resource starts from it as it is"
+        );
+        let why = kept.reason.as_deref().unwrap_or_default();
+        assert!(
+            why.starts_with(
+                "re-created since azevac changed it (created 2026-03-01T10:00:00Z; now created 2026-03-02T11:00:00Z)"
+            ) && why.ends_with("journal record kept (pass --forget-missing to delete it)"),
+            "{why}"
+        );
+        let forgotten = recovery(&rec, Some(&newcomer), &existing, true);
+        assert_eq!(forgotten.status, Status::Planned);
+        assert!(!forgotten.changes_resource());
+        assert_eq!(forgotten.target, None);
+        assert!(forgotten
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .ends_with("(--forget-missing)"));
+        // An ID with a creation time names both.
+        rec.identity = Identity::aws("cluster-OLD", Some("2026-03-01T10:00:00Z".into()));
+        newcomer.identity = Identity::aws("cluster-NEW", None);
+        let why = recovery(&rec, Some(&newcomer), &existing, false)
+            .reason
+            .unwrap_or_default();
+        assert!(
+            why.contains("(uid cluster-OLD, created 2026-03-01T10:00:00Z; now uid cluster-NEW)"),
+            "{why}"
+        );
+    }
+
+    /// Issue 50: the same resource (same identity), and records written before identities were
+    /// kept (or a live read that gives none), recover as before.
+    #[test]
+    fn issue_50_a_record_of_the_same_resource_or_without_identity_recovers_as_before() {
+        let existing = sites(&[("b", "use1-az2")]);
+        for (ours, live) in [
+            (created("2026-03-01T10:00:00Z"), created("2026-03-01T10:00:00Z")),
+            (None, created("2026-03-02T11:00:00Z")),
+            (created("2026-03-01T10:00:00Z"), None),
+        ] {
+            let mut rec = record(&["b"]);
+            rec.identity = ours;
+            let mut live_asg = asg(&["a"]);
+            live_asg.identity = live;
+            let item = recovery(&rec, Some(&live_asg), &existing, false);
+            assert_eq!(item.status, Status::Planned);
+            assert_eq!(item.restored_subnets, Some(vec!["b".to_string()]));
+            assert!(item.changes_resource());
+        }
+    }
+
+    /// Issue 50: a record of an earlier resource of the same name is not this one's evacuation:
+    /// the newcomer is planned as if none were there.
+    #[test]
+    fn issue_50_an_evacuation_ignores_the_record_of_a_recreated_resource() {
+        let mut rec = record(&["b"]);
+        rec.identity = created("2026-03-01T10:00:00Z");
+        let mut newcomer = asg(&["a", "b"]);
+        newcomer.identity = created("2026-03-02T11:00:00Z");
+        let item = evacuation("use1-az2", &newcomer, &zone(&["b"]), &Filters::default(), Some(&rec)).expect("in zone");
+        assert_eq!(item.status, Status::Planned);
+        assert_eq!(item.record, None);
     }
 }

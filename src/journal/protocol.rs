@@ -671,6 +671,7 @@ mod tests {
             Some(crate::model::Identity {
                 uid: uid.into(),
                 instance_id: None,
+                created: None,
             })
         };
         let mut prior = record(&[], &["taint:x"], 3);

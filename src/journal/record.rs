@@ -272,13 +272,17 @@ pub(super) const ATTRIBUTES: [&str; 15] = [
 /// absent: format 1). A reader refuses a format newer than its own instead of misreading it.
 pub(super) const FORMAT_ATTR: &str = "format";
 
-/// The attribute that holds a record's [`Identity`]: a map of `uid` and, for a node, `instance_id`.
+/// The attribute that holds a record's [`Identity`]: a map of `uid` and, for a node, `instance_id`,
+/// for an AWS resource, `created`.
 const IDENTITY: &str = "identity";
 
 fn identity_value(identity: &Identity) -> AttributeValue {
     let mut map = HashMap::from([("uid".to_owned(), s(&identity.uid))]);
     if let Some(instance) = &identity.instance_id {
         map.insert("instance_id".to_owned(), s(instance));
+    }
+    if let Some(created) = &identity.created {
+        map.insert("created".to_owned(), s(created));
     }
     AttributeValue::M(map)
 }
@@ -296,6 +300,7 @@ fn parse_identity(item: &HashMap<String, AttributeValue>) -> Result<Option<Ident
     Ok(Some(Identity {
         uid,
         instance_id: text("instance_id"),
+        created: text("created"),
     }))
 }
 
@@ -433,7 +438,8 @@ mod tests {
             let node = Record {
                 identity: Some(Identity {
                     uid: "3f1e".into(),
-                    instance_id,
+                    instance_id: instance_id.clone(),
+                    created: instance_id.is_none().then(|| "2026-01-02T03:04:05.678Z".to_owned()),
                 }),
                 ..record()
             };
@@ -452,6 +458,7 @@ mod tests {
             identity: Some(Identity {
                 uid: "3f1e".into(),
                 instance_id: Some("i-0abc".into()),
+                created: None,
             }),
             ..record()
         };

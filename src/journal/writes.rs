@@ -535,6 +535,7 @@ mod tests {
         let node = |uid: &str| Identity {
             uid: uid.into(),
             instance_id: None,
+            created: None,
         };
         let old_node = Record {
             identity: Some(node("old")),

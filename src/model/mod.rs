@@ -33,30 +33,60 @@ pub struct Resource {
     /// What the plugin needs to change the resource without losing other settings (security groups,
     /// cluster, revision...): the plugin's own type, serialised, opaque to everything else.
     pub detail: serde_json::Value,
-    /// What tells this object from a later one of the same name (Kubernetes objects), journalled
-    /// with the intent; `None` for kinds whose journal key names one object for good.
+    /// What tells this object from a later one of the same name (Kubernetes objects, and AWS
+    /// resources whose API says when or as what they were created), journalled with the intent;
+    /// `None` for kinds whose journal key names one object for good, or whose API tells nothing.
     pub identity: Option<Identity>,
 }
 
 /// What changes when an object is deleted and another is created under the same name (a node
-/// replaced by a new instance): the journal key stays, so the record keeps this to tell them apart.
+/// replaced by a new instance, a service re-created by a stack replacement): the journal key
+/// stays, so the record keeps this to tell them apart.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Identity {
-    /// The object's `metadata.uid`.
+    /// What only this object has: a Kubernetes `metadata.uid`, an AWS resource ID or UUID, or the
+    /// creation time where AWS gives nothing else. Two identities are the same object when these agree.
     pub uid: String,
     /// The EC2 instance behind a node (from its `spec.providerID`), for the operator reading the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_id: Option<String>,
+    /// When AWS says the object was created (RFC 3339), for the operator reading the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
 }
 
 impl Identity {
-    /// `uid U, instance I`, for plan lines.
-    pub fn describe(&self) -> String {
-        match &self.instance_id {
-            Some(instance) => format!("uid {}, instance {instance}", self.uid),
-            None => format!("uid {}", self.uid),
-        }
+    /// An AWS resource known by `uid` (its resource ID, its UUID), created at `created`.
+    pub fn aws(uid: &str, created: Option<String>) -> Option<Self> {
+        (!uid.is_empty()).then(|| Identity {
+            uid: uid.to_owned(),
+            instance_id: None,
+            created,
+        })
     }
+
+    /// An AWS resource known only by when it was created (`None`: AWS did not say).
+    pub fn created_at(created: Option<String>) -> Option<Self> {
+        let created = created.filter(|c| !c.is_empty())?;
+        Self::aws(&created, Some(created.clone()))
+    }
+
+    /// `uid U, created C, instance I` (the uid left out when it is the creation time), for plan lines.
+    pub fn describe(&self) -> String {
+        let uid = (self.created.as_ref() != Some(&self.uid)).then(|| format!("uid {}", self.uid));
+        let created = self.created.as_ref().map(|c| format!("created {c}"));
+        let instance = self.instance_id.as_ref().map(|i| format!("instance {i}"));
+        [uid, created, instance]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// An AWS timestamp as the journal keeps it (RFC 3339, to the precision AWS gave).
+pub fn timestamp(time: &aws_smithy_types::DateTime) -> Option<String> {
+    time.fmt(aws_smithy_types::date_time::Format::DateTime).ok()
 }
 
 impl Resource {

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::subnets::Subnets;
 use super::wait::{self, Poll};
 use super::{Place, Plugin, Presence, Resource, Setup, SubnetLimit, SubnetService};
+use crate::model::Identity;
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of Batch compute environments.
@@ -480,7 +481,10 @@ fn to_resource(environment: &ComputeEnvironmentDetail) -> Option<Resource> {
         unsupported,
         notes,
         detail: serde_json::to_value(detail).unwrap_or_default(),
-        identity: None,
+        // The ARN names the environment by name; its `uuid` is the one a re-created one does not share
+        // (<https://docs.aws.amazon.com/batch/latest/APIReference/API_ComputeEnvironmentDetail.html>).
+        // DescribeComputeEnvironments gives no creation time.
+        identity: environment.uuid().and_then(|uuid| Identity::aws(uuid, None)),
     })
 }
 
@@ -606,6 +610,12 @@ mod tests {
         assert!(jobs_note(&fargate).contains("not moved"));
         let resource = to_resource(&ec2).expect("resource");
         assert_eq!(resource.subnets, ["subnet-a", "subnet-b"]);
+        // Issue 50: its identity is its uuid, when Batch gives one (the emulator does not).
+        assert_eq!(resource.identity, None);
+        let mut with_uuid = ec2.clone();
+        with_uuid.uuid = Some("9f0c1e2d".into());
+        let identity = to_resource(&with_uuid).and_then(|r| r.identity).expect("an identity");
+        assert_eq!(identity.describe(), "uid 9f0c1e2d");
         assert_eq!(
             resource.notes.len(),
             2,

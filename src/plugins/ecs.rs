@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
 use super::{Place, Plugin, Presence, Resource, Setup, SubnetLimit, SubnetService};
+use crate::model::{timestamp, Identity};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of ECS services.
@@ -478,7 +479,10 @@ fn to_resource(cluster: &str, service: &Service) -> Resource {
         unsupported,
         notes: vec![REPLACEMENT_NOTE.to_owned()],
         detail: serde_json::to_value(detail).unwrap_or_default(),
-        identity: None,
+        // A service deleted and created again under the same name keeps its ARN; only `createdAt`,
+        // "the Unix timestamp for the time when the service was created", tells them apart
+        // (<https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_Service.html>).
+        identity: Identity::created_at(service.created_at().and_then(timestamp)),
     }
 }
 
@@ -578,6 +582,18 @@ mod tests {
         let detail: Detail = serde_json::from_value(resource.detail).expect("detail");
         assert_eq!(detail.security_groups, ["sg-1"]);
         assert_eq!(detail.assign_public_ip.as_deref(), Some("ENABLED"));
+    }
+
+    /// Issue 50: the service's identity is its `createdAt` (its ARN is a re-created one's too);
+    /// none when ECS gives none.
+    #[test]
+    fn issue_50_a_services_identity_is_its_creation_time() {
+        let mut svc = service("web");
+        assert_eq!(to_resource("prod", &svc).identity, None);
+        svc.created_at = Some(aws_sdk_ecs::primitives::DateTime::from_millis(1_772_359_200_123));
+        let identity = to_resource("prod", &svc).identity.expect("an identity");
+        assert_eq!(identity.uid, "2026-03-01T10:00:00.123Z");
+        assert_eq!(identity.describe(), "created 2026-03-01T10:00:00.123Z");
     }
 
     #[test]

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
 use super::{Place, Plugin, Presence, Resource, Setup, SubnetLimit, SubnetService};
+use crate::model::{timestamp, Identity};
 use crate::{Error, Result};
 
 /// The `--type` value and journal `resource_type` of EventBridge Scheduler schedules.
@@ -158,7 +159,10 @@ fn to_resource(schedule: &GetScheduleOutput) -> Option<Resource> {
         unsupported: None,
         notes: vec![FIRES_NOTE.to_owned()],
         detail: serde_json::to_value(detail).unwrap_or_default(),
-        identity: None,
+        // The ARN names the schedule by group and name; `CreationDate`, "the time at which the
+        // schedule was created", tells a re-created one apart
+        // (<https://docs.aws.amazon.com/scheduler/latest/APIReference/API_GetSchedule.html>).
+        identity: Identity::created_at(schedule.creation_date().and_then(timestamp)),
     })
 }
 

@@ -267,6 +267,13 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
                             line.reason = Some("the resource no longer exists: nothing changed".into());
                             continue;
                         };
+                        // Deleted and created again since it was planned: the intent is about the old one.
+                        if !held.record().is_about(current.identity.as_ref()) {
+                            line.status = Status::Skipped;
+                            line.reason =
+                                Some("the resource was re-created since it was planned: nothing changed".into());
+                            continue;
+                        }
                         self.evacuation_line(
                             &planned.az_id,
                             current,

@@ -180,3 +180,76 @@ async fn issue_34_rule_targets_and_schedules_evacuate_and_recover_keeping_every_
     assert!(original["scheduler reports/weekly"].0.contains(&az4));
     println!("issue_34 events scenario: {:.1}s", started.elapsed().as_secs_f64());
 }
+
+/// Issue 50: a schedule deleted and created again under the same name (a stack replacement) is not
+/// the one azevac changed, though its ARN is the same: `recover` reports its record with both
+/// creation times, puts nothing on the newcomer and exits 1, keeping the record until
+/// `--forget-missing` deletes it. (A schedule, not an ECS service: moto gives services no `createdAt`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_50_a_recreated_schedule_is_reported_by_recover_not_acted_on() {
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    let spec = Spec {
+        eventbridge_targets: Vec::new(),
+        schedules: vec![schedule("reports", "weekly", &["use1-az4", ZONE])],
+        ..estate()
+    };
+    estate::seed(&sdk, &spec).await;
+    let types = ["--type", "scheduler"];
+    azevac(&moto, &[&["evacuate", "--az-id", ZONE, "--yes"][..], &types].concat()).expect_code(0);
+    let records = journal_items(&sdk).await;
+    let identity = records[0]["identity"]
+        .as_m()
+        .expect("the schedule's identity is journalled");
+    let created = identity["created"].as_s().expect("its CreationDate").clone();
+    assert_eq!(identity["uid"].as_s().ok(), Some(&created));
+
+    // The stack replaces it: the same name, the subnets it has now (the zone's left out).
+    let scheduler = aws_sdk_scheduler::Client::new(&sdk);
+    let old = scheduler
+        .get_schedule()
+        .group_name("reports")
+        .name("weekly")
+        .send()
+        .await
+        .expect("GetSchedule");
+    scheduler
+        .delete_schedule()
+        .group_name("reports")
+        .name("weekly")
+        .send()
+        .await
+        .expect("DeleteSchedule");
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    scheduler
+        .create_schedule()
+        .group_name("reports")
+        .name("weekly")
+        .set_schedule_expression(old.schedule_expression().map(str::to_owned))
+        .set_flexible_time_window(old.flexible_time_window().cloned())
+        .set_target(old.target().cloned())
+        .send()
+        .await
+        .expect("CreateSchedule");
+    let newcomer = live_schedules(&sdk).await;
+
+    let out = azevac(&moto, &[&["recover", "--yes", "--output", "json"][..], &types].concat())
+        .expect_code(1)
+        .json();
+    let items = by_name(&out, "items");
+    let line = &items["reports/weekly"];
+    assert_eq!(line["status"], "skipped", "{line}");
+    let reason = line["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with(&format!(
+            "re-created since azevac changed it (created {created}; now created "
+        )) && reason.ends_with("journal record kept (pass --forget-missing to delete it)"),
+        "{reason}"
+    );
+    assert_eq!(live_schedules(&sdk).await, newcomer, "the newcomer is untouched");
+    assert_eq!(journal_items(&sdk).await.len(), 1, "the record is kept");
+
+    azevac(&moto, &[&["recover", "--yes", "--forget-missing"][..], &types].concat()).expect_code(0);
+    assert!(journal_items(&sdk).await.is_empty());
+    assert_eq!(live_schedules(&sdk).await, newcomer, "the newcomer is still untouched");
+}

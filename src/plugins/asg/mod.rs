@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::subnets::Subnets;
 use super::{Evacuation, Place, Plugin, Presence, Resource, Scope, Setup, SubnetService};
 use crate::action::encode;
-use crate::model::{Plan, Record};
+use crate::model::{timestamp, Identity, Plan, Record};
 use crate::{Error, Result};
 
 pub use actions::Action;
@@ -426,7 +426,9 @@ fn to_resource(group: AutoScalingGroup) -> Resource {
                 .filter_map(|p| p.process_name())
                 .collect::<Vec<_>>(),
         }),
-        identity: None,
+        // `CreatedTime`, "the date and time the group was created"
+        // (<https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_AutoScalingGroup.html>).
+        identity: Identity::created_at(group.created_time().and_then(timestamp)),
     }
 }
 

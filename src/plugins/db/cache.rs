@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::actions::{Action, Setting};
 use super::decide::Decision;
 use super::types::{Database, Failover, Kind, Member};
+use crate::model::{timestamp, Identity};
 use crate::topology::Zones;
 use crate::{Error, Result};
 
@@ -211,6 +212,9 @@ pub fn assemble(
                 kind,
                 status: g.status().unwrap_or_default().to_owned(),
                 members,
+                // A replication group has no resource ID; `ReplicationGroupCreateTime` tells a
+                // re-created one apart (<https://docs.aws.amazon.com/AmazonElastiCache/latest/APIReference/API_ReplicationGroup.html>).
+                identity: Identity::created_at(g.replication_group_create_time().and_then(timestamp)),
             }
         })
         .collect()

@@ -212,7 +212,8 @@ pub fn evacuation(
 ) -> Vec<Item> {
     let mut items = Vec::new();
     for db in databases {
-        let record = records.get(&db.arn);
+        // A record of an earlier database of the same identifier moved nothing of this one.
+        let record = records.get(&db.arn).filter(|r| r.is_about(db.identity.as_ref()));
         let actions = record.map(Record::actions_as::<Action>).transpose();
         let journalled = match &actions {
             Ok(actions) => FailoverSettings::journalled(actions.as_deref().unwrap_or_default()),
@@ -227,6 +228,7 @@ pub fn evacuation(
             id: db.arn.clone(),
             name: db.id.clone(),
             tags: db.tags.clone(),
+            identity: db.identity.clone(),
             ..Resource::default()
         };
         let mut item = Item {
@@ -295,6 +297,11 @@ pub fn recovery(record: &Record, db: Option<&Database>, failback: bool, forget_m
         crate::plan::missing(&mut item, name, forget_missing);
         return item;
     };
+    // Deleted and created again under the same identifier: not the database azevac moved.
+    if !record.is_about(db.identity.as_ref()) {
+        crate::plan::recreated(&mut item, record, db.identity.as_ref(), forget_missing);
+        return item;
+    }
     // Never a guess: a record this version cannot read fails its line, and is kept.
     let actions = match record.actions_as::<Action>() {
         Ok(actions) => actions,

@@ -8,6 +8,7 @@ use aws_sdk_rds::types::{DbCluster, DbInstance, Tag};
 
 use super::cache::FailoverSettings;
 use super::types::{Database, Failover, Kind, Member, Target};
+use crate::model::{timestamp, Identity};
 use crate::topology::Zones;
 use crate::{Error, Result};
 
@@ -148,6 +149,11 @@ pub fn assemble(clusters: &[DbCluster], instances: &[DbInstance], zones: &Zones)
             members,
             tags: tags(c.tag_list()),
             failover_settings: FailoverSettings::default(),
+            // `DbClusterResourceId`, "the Amazon Web Services Region-unique, immutable identifier
+            // for the DB cluster" (<https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_DBCluster.html>).
+            identity: c
+                .db_cluster_resource_id()
+                .and_then(|id| Identity::aws(id, c.cluster_create_time().and_then(timestamp))),
         });
     }
     for i in instances.iter().filter(|i| i.db_cluster_identifier().is_none()) {
@@ -166,6 +172,11 @@ pub fn assemble(clusters: &[DbCluster], instances: &[DbInstance], zones: &Zones)
             members: vec![member(i, true, 0)],
             tags: tags(i.tag_list()),
             failover_settings: FailoverSettings::default(),
+            // `DbiResourceId`, "the Amazon Web Services Region-unique, immutable identifier for the
+            // DB instance" (<https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_DBInstance.html>).
+            identity: i
+                .dbi_resource_id()
+                .and_then(|id| Identity::aws(id, i.instance_create_time().and_then(timestamp))),
         });
     }
     out

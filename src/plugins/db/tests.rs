@@ -31,6 +31,7 @@ fn orders(members: Vec<Member>) -> Database {
         members,
         tags: BTreeMap::new(),
         failover_settings: FailoverSettings::default(),
+        identity: None,
     }
 }
 
@@ -319,6 +320,7 @@ fn guarded(primary: &str, on: FailoverSettings) -> Database {
             member("s-002", "use1-az4", primary == "s-002", 0, "cache.r7g.large"),
         ],
         failover_settings: on,
+        identity: None,
         ..orders(Vec::new())
     }
 }
@@ -883,4 +885,41 @@ fn issue_32_a_record_that_does_not_parse_fails_its_line() {
     assert_eq!(item.status, Status::Planned, "{:?}", item.reason);
     let back: Failover = item.target.as_ref().expect("target").detail_as().expect("detail");
     assert_eq!((back.to.as_str(), back.target), ("a", Target::RdsCluster));
+}
+
+/// Issue 50: a database deleted and created again under the same identifier (its ARN the same)
+/// is not the one azevac failed over: its record is reported and kept, nothing is planned on it;
+/// the same database, and a record written before identities were kept, fail back as before.
+#[test]
+fn issue_50_a_recreated_database_is_reported_and_kept_not_failed_back() {
+    use crate::model::Identity;
+    let moved = |identity: Option<Identity>| Database {
+        kind: Kind::MultiAz {
+            standby_az: Some("use1-az2".into()),
+        },
+        members: vec![member("billing", "use1-az4", true, 0, "db.m6g.large")],
+        identity,
+        ..orders(Vec::new())
+    };
+    let mut rec = record(&["writer:billing@use1-az2"]);
+    rec.identity = Identity::aws("db-OLD", Some("2026-03-01T10:00:00Z".into()));
+    let item = recovery(&rec, Some(&moved(Identity::aws("db-NEW", None))), true, false);
+    assert_eq!(item.status, Status::Skipped);
+    assert!(item.unfinished && item.target.is_none());
+    let why = item.reason.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("re-created since azevac changed it (uid db-OLD, created 2026-03-01T10:00:00Z; now uid db-NEW)"),
+        "{why}"
+    );
+    let forgotten = recovery(&rec, Some(&moved(Identity::aws("db-NEW", None))), true, true);
+    assert_eq!(forgotten.status, Status::Planned);
+    assert!(forgotten.target.is_none());
+    for live in [Identity::aws("db-OLD", None), None] {
+        let item = recovery(&rec, Some(&moved(live)), true, false);
+        assert_eq!(item.status, Status::Planned, "{:?}", item.reason);
+        assert!(item.target.is_some());
+    }
+    rec.identity = None;
+    let item = recovery(&rec, Some(&moved(Identity::aws("db-NEW", None))), true, false);
+    assert_eq!(item.status, Status::Planned, "{:?}", item.reason);
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::actions::Action;
 use super::cache::{FailoverSettings, Shard};
+use crate::model::Identity;
 
 /// How a database's writer is placed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +81,8 @@ pub struct Database {
     /// ElastiCache: whether automatic failover and Multi-AZ are on (ElastiCache refuses a chosen
     /// promotion while automatic failover is on). Off for RDS.
     pub failover_settings: FailoverSettings,
+    /// What tells it from a later database of the same identifier (its ARN names it by that).
+    pub identity: Option<Identity>,
 }
 
 impl Database {

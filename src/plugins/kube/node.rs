@@ -47,6 +47,7 @@ pub fn identity(uid: Option<&str>, provider_id: Option<&str>) -> Option<Identity
     uid.filter(|u| !u.is_empty()).map(|uid| Identity {
         uid: uid.to_owned(),
         instance_id,
+        created: None,
     })
 }
 
