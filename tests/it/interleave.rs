@@ -364,6 +364,33 @@ fn assert_none(problems: &[String]) {
 }
 
 /// The JSON line of `name` in a run's `--output json` document.
+/// A evacuates every group with `flags` and `env` while `b`'s update is parked at the proxy:
+/// A, once it has sent that update.
+fn evacuate_with_b_parked(proxy: &Proxy, flags: &[&str], env: &[(&str, Option<&str>)]) -> Running {
+    proxy.hold(update_of("b"));
+    let mut args = vec![
+        "evacuate", "--az-id", ZONE, "--type", "asg", "--yes", "--output", "json",
+    ];
+    args.extend_from_slice(flags);
+    let mut a = Running::start_with(&proxy.endpoint, &args, env);
+    assert!(
+        proxy.wait_held(Some(&mut a.child), HOLD_WAIT).is_some(),
+        "A never sent b's update"
+    );
+    a
+}
+
+/// B recovers the zone while A's update of `b` may still land: B must leave `b` alone (exit 1).
+fn b_leaves_b_alone(moto: &Moto, why: &str, problems: &mut Vec<String>) {
+    let b_args = ["recover", "--az-id", ZONE, "--type", "asg", "--yes", "--output", "json"];
+    if let Some(run) = run_bounded(moto, &b_args, "B", problems) {
+        let line = line_of(&run, "b");
+        if line["status"] == "done" || run.code != 1 {
+            problems.push(format!("B must leave b alone while {why} (exit {}): {line}", run.code));
+        }
+    }
+}
+
 fn line_of(run: &Run, name: &str) -> serde_json::Value {
     let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_default();
     doc["items"]
@@ -424,25 +451,8 @@ async fn issue_31_a_change_in_flight_when_its_lease_runs_out_is_not_forgotten() 
     let proxy = Proxy::start(&moto.endpoint);
     let sdk = common::sdk(&moto).await;
     let (_, mut watch) = fresh(&moto, &sdk).await;
-    proxy.hold(update_of("b"));
-    let a_args = [
-        "evacuate",
-        "--az-id",
-        ZONE,
-        "--type",
-        "asg",
-        "--yes",
-        "--output",
-        "json",
-        "--operation-timeout",
-        "8s",
-    ];
     let env = [("AZEVAC_LEASE", Some("2s")), ("AWS_MAX_ATTEMPTS", Some("2"))];
-    let mut a = Running::start_with(&proxy.endpoint, &a_args, &env);
-    assert!(
-        proxy.wait_held(Some(&mut a.child), HOLD_WAIT).is_some(),
-        "A never sent b's update"
-    );
+    let a = evacuate_with_b_parked(&proxy, &["--operation-timeout", "8s"], &env);
     // Every journal write of A from now on fails (a hold keeps `b`'s update parked).
     let failing = |label: &str| FailRule {
         label: label.into(),
@@ -464,16 +474,7 @@ async fn issue_31_a_change_in_flight_when_its_lease_runs_out_is_not_forgotten() 
     );
     std::thread::sleep(Duration::from_millis(3500));
     let mut problems = Vec::new();
-    let b_args = ["recover", "--az-id", ZONE, "--type", "asg", "--yes", "--output", "json"];
-    if let Some(run) = run_bounded(&moto, &b_args, "B", &mut problems) {
-        let line = line_of(&run, "b");
-        if line["status"] == "done" || run.code != 1 {
-            problems.push(format!(
-                "B must leave b alone while A's update may be in flight (exit {}): {line}",
-                run.code
-            ));
-        }
-    }
+    b_leaves_b_alone(&moto, "A's update may be in flight", &mut problems);
     problems.extend(watch.forgotten(&sdk).await);
     // A's update lands now, after A gave it up.
     proxy.release();
@@ -1014,39 +1015,13 @@ async fn issue_50_a_change_that_timed_out_keeps_its_lock_until_it_can_no_longer_
     let proxy = Proxy::start(&moto.endpoint);
     let sdk = common::sdk(&moto).await;
     let (_, mut watch) = fresh(&moto, &sdk).await;
-    proxy.hold(update_of("b"));
-    let a_args = [
-        "evacuate",
-        "--az-id",
-        ZONE,
-        "--type",
-        "asg",
-        "--yes",
-        "--output",
-        "json",
-        "--operation-timeout",
-        "2s",
-    ];
     let env = [("AZEVAC_LEASE", Some("3s")), ("AWS_MAX_ATTEMPTS", Some("1"))];
-    let mut a = Running::start_with(&proxy.endpoint, &a_args, &env);
-    assert!(
-        proxy.wait_held(Some(&mut a.child), HOLD_WAIT).is_some(),
-        "A never sent b's update"
-    );
+    let a = evacuate_with_b_parked(&proxy, &["--operation-timeout", "2s"], &env);
     // A's SDK gives the update up after 2 s; A is then still alive, waiting for the call to be
     // unable to land (its lease plus its operation timeout) before it exits.
     std::thread::sleep(Duration::from_millis(3000));
     let mut problems = Vec::new();
-    let b_args = ["recover", "--az-id", ZONE, "--type", "asg", "--yes", "--output", "json"];
-    if let Some(run) = run_bounded(&moto, &b_args, "B", &mut problems) {
-        let line = line_of(&run, "b");
-        if line["status"] == "done" || run.code != 1 {
-            problems.push(format!(
-                "B must leave b alone while A's timed-out update may still land (exit {}): {line}",
-                run.code
-            ));
-        }
-    }
+    b_leaves_b_alone(&moto, "A's timed-out update may still land", &mut problems);
     problems.extend(watch.forgotten(&sdk).await);
     // A's update lands now, after A's SDK gave it up.
     proxy.release();
