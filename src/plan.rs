@@ -410,13 +410,15 @@ pub fn odd_record(item: &Item) -> Option<String> {
 
 /// A recovery's records in the order they are undone: each resource's together, its last
 /// evacuation first, so that each record's change is undone on the state it was made on (a value
-/// put back where it stood, a writer failed back the way it came). Two evacuations in the same
-/// second (`created_at` counts seconds) go by their runs' IDs, which are time-ordered (UUIDv7, to
-/// the millisecond).
+/// put back where it stood, a subnet list in its original order, a writer failed back the way it
+/// came). Two evacuations in the same second (`created_at` counts seconds) go by the original with
+/// fewer subnets (the later one, for the subnet kinds), then by their runs' IDs, which are
+/// time-ordered (UUIDv7, to the millisecond; older records' random IDs change nothing above them).
 pub fn latest_first(records: &mut [Record]) {
     records.sort_by(|a, b| {
         (a.resource.cmp(&b.resource))
             .then_with(|| b.created_at.cmp(&a.created_at))
+            .then_with(|| a.original_subnets.len().cmp(&b.original_subnets.len()))
             .then_with(|| b.run_id.cmp(&a.run_id))
             .then_with(|| a.az_id.cmp(&b.az_id))
     });

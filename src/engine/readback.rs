@@ -41,14 +41,15 @@ impl Run<'_> {
     /// again until they are or the bound runs out. A line whose change is never confirmed fails,
     /// and its release can no longer forget the change ([`crate::journal::Release::unconfirmed`]).
     pub(super) async fn read_back(&self, lines: &mut [(Item, Line)]) {
-        // What the verification compares with: the record as the release will leave it.
-        for (item, line) in lines.iter_mut() {
-            if item.status == Status::Done {
-                if let Some(release) = line.release.as_ref() {
-                    item.record = release.record_after();
-                }
-            }
-        }
+        // What the verification compares with: the record as the release will leave it (a zonal
+        // shift's names the shift started). Only while verifying: the release says what it left.
+        let planned: Vec<_> = lines
+            .iter_mut()
+            .map(|(item, line)| match (item.status, line.release.as_ref()) {
+                (Status::Done, Some(release)) => Some(std::mem::replace(&mut item.record, release.record_after())),
+                _ => None,
+            })
+            .collect();
         let wait = read_back_wait();
         for plugin in self.plugins {
             let mine: Vec<usize> = (0..lines.len())
@@ -56,6 +57,11 @@ impl Run<'_> {
                 .collect();
             if !mine.is_empty() {
                 self.confirm(plugin.as_ref(), lines, mine, wait).await;
+            }
+        }
+        for ((item, _), record) in lines.iter_mut().zip(planned) {
+            if let Some(record) = record {
+                item.record = record;
             }
         }
     }

@@ -218,14 +218,8 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
         let forget_missing = scope.request.forget_missing;
         // One resource can have records in several zones: each line starts from the previous
         // line's result, so no line undoes another. The last evacuation is undone first: each
-        // record's original is then the state it is put back into, in its order (the same second
-        // goes by the original with fewer subnets: the later one).
-        records.sort_by(|a, b| {
-            (a.resource.cmp(&b.resource))
-                .then_with(|| b.created_at.cmp(&a.created_at))
-                .then_with(|| a.original_subnets.len().cmp(&b.original_subnets.len()))
-                .then_with(|| a.az_id.cmp(&b.az_id))
-        });
+        // record's original is then the state it is put back into, in its order.
+        crate::plan::latest_first(&mut records);
         let mut items = Vec::new();
         for record in &records {
             let item = self.recovery_line(record, current.get(&record.resource), &existing, forget_missing)?;
