@@ -9,7 +9,8 @@ use super::Run;
 use crate::error::describe;
 use crate::journal::{Ahead, Declared, Evacuating, Guard, Held, Release, Released};
 use crate::model::{Command, Item, Plan, Status};
-use crate::plugins;
+use crate::plugins::{self, Refreshing};
+use crate::topology::Zone;
 use crate::{Error, Result};
 
 /// How a bounded act ended.
@@ -73,7 +74,10 @@ impl Run<'_> {
                     None => missing.push(i),
                 }
             }
-            let results = self.journal.acquire(&aheads, self.lease, self.audit).await;
+            let results = self
+                .journal
+                .acquire(&aheads, self.lease, self.audit, &self.settings.interrupt)
+                .await;
             of.into_iter().zip(results).collect()
         };
         for i in missing {
@@ -138,6 +142,15 @@ impl Run<'_> {
         };
         // Items and handles paired by index, in the same order (lines of a resource in plan order).
         let order: Vec<usize> = mine.iter().map(|l| l.index).collect();
+        let zone = plan.az_id.clone().map(|id| Zone {
+            id,
+            name: plan.az_name.clone().unwrap_or_default(),
+        });
+        let run = Refreshing {
+            command,
+            request: &plan.request,
+            zone: zone.as_ref(),
+        };
         let mut by_index: BTreeMap<usize, &mut Item> = plan
             .items
             .iter_mut()
@@ -146,7 +159,7 @@ impl Run<'_> {
             .collect();
         let mut items: Vec<&mut Item> = order.iter().filter_map(|i| by_index.remove(i)).collect();
         let held: Vec<&Held> = mine.iter().filter_map(|l| l.held.as_ref()).collect();
-        if let Err(e) = plugin.refresh(command, &mut items, &held).await {
+        if let Err(e) = plugin.refresh(run, &mut items, &held).await {
             for item in items.iter_mut() {
                 item.fail(format!(
                     "could not read it again under the lock ({}); nothing changed",

@@ -33,6 +33,7 @@ mod writes;
 pub use commit::batches;
 pub use held::{Ahead, Declared, Evacuating, Guard, Held, Recovering, Release, Released};
 pub use lease::{Heartbeat, Lease, DEFAULT_LEASE};
+pub use protocol::TAKEOVER_WAIT_ENV;
 pub use record::Lock;
 use record::{parse, parse_lock, s};
 pub use table::Protection;

@@ -26,24 +26,79 @@ use super::writes::{
     restore_write, union, unlock_write, widen_write, Begin, Write,
 };
 use super::{Audit, Journal, Record};
+use crate::interrupt::Interrupt;
 use crate::{Error, Result};
+
+/// Seconds a dead holder's calls are waited for at most, in place of what its lock says
+/// ([`Lock::calls_may_land_for`]): the tests' way to take over at once when the harness has already
+/// seen every call of the killed process answered.
+pub const TAKEOVER_WAIT_ENV: &str = "AZEVAC_TAKEOVER_WAIT";
+
+/// Wait until no call of the dead holders of `locks` can still land (the longest of their bounds,
+/// at most [`TAKEOVER_WAIT_ENV`]), saying so; `false` if `interrupt` stopped the run first. A call
+/// such a process sent just before it was killed is carried out by AWS all the same, and shows in
+/// reads only after that: a run that took over at once could read the resource before it, plan from
+/// that read, and be overtaken (a recovery that found nothing to put back, deleting its record, and
+/// then the killed evacuation's change landing: the zone lost with nothing left to bring it back).
+async fn wait_for_dead_calls(locks: &[&Lock], interrupt: &Interrupt) -> bool {
+    let cap = std::env::var(TAKEOVER_WAIT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(Duration::MAX, Duration::from_secs);
+    let wait = locks
+        .iter()
+        .map(|l| l.calls_may_land_for())
+        .max()
+        .unwrap_or_default()
+        .min(cap);
+    if wait.is_zero() {
+        return true;
+    }
+    let runs: std::collections::BTreeSet<String> = locks.iter().map(|l| crate::text::clean(&l.run_id)).collect();
+    crate::say!(
+        "azevac: run {} died on this host, and a call it sent may still land: waiting {}s before taking over \
+         its locks (Ctrl-C to stop; its resources are then left alone)",
+        runs.into_iter().collect::<Vec<_>>().join(", "),
+        wait.as_secs()
+    );
+    let deadline = Instant::now() + wait;
+    while Instant::now() < deadline {
+        if interrupt.requested() {
+            return false;
+        }
+        tokio::time::sleep((deadline - Instant::now()).min(Duration::from_millis(250))).await;
+    }
+    !interrupt.requested()
+}
 
 impl Journal {
     /// Take each line's lock and journal its intent, one transaction per batch. Lines of the same
     /// resource share one lock. Each line gets its [`Held`], or why not: the lock is held by a live
     /// run ([`Error::Locked`]), or the record changed since it was planned from. A lock whose holder
-    /// is a process of this host that has died (a crash, a Ctrl-C) is taken over at once.
-    pub async fn acquire(&self, lines: &[Ahead<'_>], lease: &Lease, audit: &Audit) -> Vec<Result<Held>> {
+    /// is a process of this host that has died (a crash, a SIGKILL) is taken over without waiting
+    /// for its lease, but only once the calls that process may have sent can no longer land
+    /// ([`Lock::calls_may_land_for`]): until then this waits, saying so, unless `interrupt` stops
+    /// the run (those lines are then refused as locked, nothing changed).
+    pub async fn acquire(
+        &self,
+        lines: &[Ahead<'_>],
+        lease: &Lease,
+        audit: &Audit,
+        interrupt: &Interrupt,
+    ) -> Vec<Result<Held>> {
         let mut outcomes = self.acquire_once(lines, lease, audit, &BTreeMap::new()).await;
-        let dead: BTreeMap<String, String> = outcomes
+        let gone: Vec<&Lock> = outcomes
             .iter()
             .filter_map(|o| match o {
-                Err(Refusal::Locked(lock)) if lock.holder_is_gone() => {
-                    Some((lock.resource.clone(), lock.run_id.clone()))
-                }
+                Err(Refusal::Locked(lock)) if lock.holder_is_gone() => Some(&**lock),
                 _ => None,
             })
             .collect();
+        let dead: BTreeMap<String, String> = if gone.is_empty() || wait_for_dead_calls(&gone, interrupt).await {
+            gone.iter().map(|l| (l.resource.clone(), l.run_id.clone())).collect()
+        } else {
+            BTreeMap::new()
+        };
         if !dead.is_empty() {
             let again: Vec<usize> = (0..lines.len())
                 .filter(|&i| dead.contains_key(lines[i].key()))

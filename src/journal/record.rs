@@ -60,6 +60,17 @@ impl Lock {
         self.quiet_at.max(self.lease_expires_at)
     }
 
+    /// How long, from now, a call the holder sent before it died may still land, once its holder is
+    /// proven gone: the holder's longest call (what its `quiet_at` adds to its lease), and never
+    /// past the moment the lock would be free anyway. Its death came at the latest now, and so did
+    /// its last call; AWS carries a call out whether or not its sender still listens. Zero for a
+    /// lock written by a version that did not record its calls' bound.
+    pub fn calls_may_land_for(&self) -> std::time::Duration {
+        let longest_call = self.quiet_at.saturating_sub(self.lease_expires_at);
+        let until_free = self.free_at().saturating_sub(epoch_seconds());
+        std::time::Duration::from_secs(longest_call.min(until_free))
+    }
+
     /// Whether the holder is a process of this machine (same host name, same boot, same PID
     /// namespace) that no longer runs: a run that crashed or was killed here, whose locks the
     /// operator's next run may take over at once instead of waiting out the lease. Only judged where
@@ -538,6 +549,24 @@ mod tests {
             let err = parse(&item).expect_err(bad).to_string();
             assert!(err.contains("account_id") && err.contains("twelve-digit"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_dead_holders_calls_are_waited_for_as_long_as_its_longest_call_never_past_its_lock() {
+        let now = epoch_seconds();
+        let lock = |lease_expires_at: u64, quiet_at: u64| Lock {
+            lease_expires_at,
+            quiet_at,
+            ..sample_lock()
+        };
+        let secs = |l: Lock| l.calls_may_land_for().as_secs();
+        // A lease renewed just now, with 3 minutes of calls: the whole 3 minutes.
+        assert_eq!(secs(lock(now + 120, now + 300)), 180);
+        // A lease run out long ago, 10 s before the lock frees itself: those 10 s at most.
+        assert_eq!(secs(lock(now - 170, now + 10)), 10);
+        // Free already, or written by a version that kept no bound: nothing to wait for.
+        assert_eq!(secs(lock(now - 400, now - 220)), 0);
+        assert_eq!(secs(lock(now + 120, 0)), 0);
     }
 
     #[test]

@@ -351,6 +351,18 @@ pub enum Stage {
     Last,
 }
 
+/// What a read under the lock ([`Plugin::refresh`]) has of the run besides its lines, taken from the
+/// plan, so that nothing a plugin learnt while planning has to live on it until then.
+#[derive(Debug, Clone, Copy)]
+pub struct Refreshing<'a> {
+    /// Evacuate or recover.
+    pub command: Command,
+    /// What the operator asked for.
+    pub request: &'a Request,
+    /// The zone (evacuate always; recover with `--az-id`).
+    pub zone: Option<&'a Zone>,
+}
+
 /// What planning sees besides the plugin's own discovery.
 #[derive(Debug)]
 pub struct Scope<'a> {
@@ -427,7 +439,7 @@ pub trait Plugin: Send + Sync {
     /// Under the lock, right before acting: read these lines' resources again and compute each
     /// change from the live state (a line whose change is now nothing is marked skipped; lines of
     /// one resource come in order and build on each other). Default: the act reads live state itself.
-    async fn refresh(&self, _command: Command, _lines: &mut [&mut Item], _held: &[&Held]) -> Result<()> {
+    async fn refresh(&self, _run: Refreshing<'_>, _lines: &mut [&mut Item], _held: &[&Held]) -> Result<()> {
         Ok(())
     }
 

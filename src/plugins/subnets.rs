@@ -4,12 +4,11 @@
 //! existing) in the original order), the change itself, and the read-back.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{Acted, Demand, Evacuation, Finding, Place, Plugin, Scope, SubnetService};
+use super::{Acted, Demand, Evacuation, Finding, Place, Plugin, Refreshing, Scope, SubnetService};
 use crate::action::{Action, NoAction};
 use crate::error::describe;
 use crate::journal::{Guard, Held};
@@ -17,21 +16,10 @@ use crate::model::{Command, Item, Plan, Record, Resource, Site, Status};
 use crate::plan::{self, Filters};
 use crate::Result;
 
-/// What planning learnt that the fresh read under the lock needs again.
-#[derive(Debug, Default, Clone)]
-struct Planned {
-    az_id: String,
-    zone_subnets: BTreeSet<String>,
-    how: Evacuation,
-    existing: BTreeMap<String, Site>,
-    forget_missing: bool,
-}
-
 /// A subnet-placed type as a plugin.
 pub struct Subnets<S> {
     service: S,
     ec2: aws_sdk_ec2::Client,
-    planned: Mutex<Planned>,
     /// The operator's words for one of the service's journalled steps.
     words: fn(&str) -> String,
     /// Whether a resource's lines fold into one change ([`Plugin::folds_lines`]): only where a
@@ -64,14 +52,17 @@ impl<S: SubnetService + 'static> Subnets<S> {
         Subnets {
             service,
             ec2: crate::client!(aws_sdk_ec2, sdk),
-            planned: Mutex::new(Planned::default()),
             words: words_of::<A>,
             folds: false,
         }
     }
 
-    fn planned(&self) -> std::sync::MutexGuard<'_, Planned> {
-        self.planned.lock().unwrap_or_else(|e| e.into_inner())
+    /// Where each of `subnets` lies, for those that still exist (one batched read).
+    async fn locate(&self, subnets: BTreeSet<String>) -> Result<BTreeMap<String, Site>> {
+        if subnets.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        crate::topology::locate_subnets(&self.ec2, &subnets).await
     }
 
     /// Plan one evacuation line from `resource` (as discovered or as read again).
@@ -181,12 +172,6 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
                 items.push(item);
             }
         }
-        *self.planned() = Planned {
-            az_id: scope.az_id().to_owned(),
-            zone_subnets: scope.zone_subnets.clone(),
-            how,
-            ..Planned::default()
-        };
         Ok(items)
     }
 
@@ -210,11 +195,7 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
             .chain(current.values().flat_map(|r| r.subnets.iter()))
             .cloned()
             .collect();
-        let existing = if subnets.is_empty() {
-            BTreeMap::new()
-        } else {
-            crate::topology::locate_subnets(&self.ec2, &subnets).await?
-        };
+        let existing = self.locate(subnets).await?;
         let forget_missing = scope.request.forget_missing;
         // One resource can have records in several zones: each line starts from the previous
         // line's result, so no line undoes another. The last evacuation is undone first: each
@@ -230,9 +211,6 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
             }
             items.push(item);
         }
-        let mut planned = self.planned();
-        planned.existing = existing;
-        planned.forget_missing = forget_missing;
         Ok(items)
     }
 
@@ -240,7 +218,8 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
         self.service.review(plan, scope).await
     }
 
-    async fn refresh(&self, command: Command, lines: &mut [&mut Item], held: &[&Held]) -> Result<()> {
+    async fn refresh(&self, run: Refreshing<'_>, lines: &mut [&mut Item], held: &[&Held]) -> Result<()> {
+        let command = run.command;
         let ids: Vec<String> = lines
             .iter()
             .map(|l| l.resource.clone())
@@ -250,7 +229,26 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
         let mut live = self.service.read(&ids).await?;
         // The subnets as read: the change that carries a resource's lines is computed from these.
         let read: BTreeMap<String, Vec<String>> = live.iter().map(|(id, r)| (id.clone(), r.subnets.clone())).collect();
-        let planned = self.planned().clone();
+        // Where subnets lie is read again too, as the resources are: a subnet made in the zone
+        // since the plan is taken with the others, and one deleted since is not put back.
+        let az_id = run.zone.map_or("", |z| z.id.as_str());
+        let how = Evacuation::of(run.request, run.zone);
+        let (zone_subnets, existing) = match command {
+            Command::Evacuate => (
+                crate::topology::subnets_in_zone(&self.ec2, az_id).await?,
+                BTreeMap::new(),
+            ),
+            Command::Recover => {
+                let subnets = held
+                    .iter()
+                    .flat_map(|h| h.record().removed_subnets.iter())
+                    .chain(live.values().flat_map(|r| r.subnets.iter()))
+                    .cloned()
+                    .collect();
+                (BTreeSet::new(), self.locate(subnets).await?)
+            }
+        };
+        let forget_missing = run.request.forget_missing;
         let outcome = (|| -> Result<()> {
             for (line, held) in lines.iter_mut().zip(held) {
                 let current = live.get(&line.resource);
@@ -269,17 +267,15 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
                             continue;
                         }
                         self.evacuation_line(
-                            &planned.az_id,
+                            az_id,
                             current,
-                            &planned.zone_subnets,
+                            &zone_subnets,
                             &Filters::default(),
                             Some(held.record()),
-                            &planned.how,
+                            &how,
                         )?
                     }
-                    Command::Recover => {
-                        Some(self.recovery_line(held.record(), current, &planned.existing, planned.forget_missing)?)
-                    }
+                    Command::Recover => Some(self.recovery_line(held.record(), current, &existing, forget_missing)?),
                 };
                 let Some(fresh) = fresh else {
                     line.status = Status::Skipped;

@@ -24,6 +24,7 @@ use aws_sdk_ec2::types::{Filter, NetworkInterface, SubnetConfiguration, VpcEndpo
 use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
+use super::wait::Poll;
 use super::{Evacuation, Place, Plugin, Presence, Resource, Setup, Stage, SubnetService};
 use crate::action::encode;
 use crate::model::{Command, Record};
@@ -353,24 +354,47 @@ impl VpcEndpoints {
 
     /// Wait until the endpoint is `available`, at most the settle time; returns it, or why not.
     async fn available(&self, id: &str, name: &str) -> Result<std::result::Result<VpcEndpoint, String>> {
-        let started = tokio::time::Instant::now();
-        loop {
+        // Said once, when there is something to wait for.
+        let said = std::sync::atomic::AtomicBool::new(false);
+        let waited = super::wait::until(self.settle, self.poll, |_| async {
             let Some(endpoint) = self.endpoint(id).await? else {
-                return Ok(Err("the endpoint no longer exists".into()));
+                return Ok(Poll::Reached(Err("the endpoint no longer exists".to_owned())));
             };
             let state = endpoint.state().map(|s| s.as_str().to_owned()).unwrap_or_default();
             if is_state(&state, "available") {
-                return Ok(Ok(endpoint));
+                return Ok(Poll::Reached(Ok(endpoint)));
             }
             if !is_state(&state, "pending") {
-                return Ok(Err(format!("it is {}", crate::text::clean(&state))));
+                return Ok(Poll::Reached(Err(format!("it is {}", crate::text::clean(&state)))));
             }
-            if started.elapsed() >= self.settle {
-                return Ok(Err(format!("still pending after {} s", self.settle.as_secs())));
+            if !said.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                tracing::info!(endpoint = %name, "endpoint pending; waiting until it is available");
             }
-            tracing::info!(endpoint = %name, "endpoint pending; waiting until it is available");
-            tokio::time::sleep(self.poll).await;
-        }
+            Ok(Poll::Pending(()))
+        })
+        .await?;
+        Ok(waited.unwrap_or_else(|()| Err(format!("still pending after {} s", self.settle.as_secs()))))
+    }
+
+    /// [`VpcEndpoints::modify`], sent again while EC2 refuses it because the endpoint is `pending`
+    /// (`IncorrectState`), for at most the settle time. A read can show the endpoint `available`
+    /// before EC2 takes a change again (eventual consistency: right after another change, of this
+    /// run's other zone, say); the refusal says nothing changed, so sending it again is safe.
+    async fn modify_once_free(
+        &self,
+        id: &str,
+        add: &[String],
+        remove: &[String],
+        asked: &[&Address],
+    ) -> Result<std::result::Result<(), SdkError<ModifyVpcEndpointError, HttpResponse>>> {
+        let sent = super::wait::until(self.settle, self.poll, |_| async {
+            Ok(match self.modify(id, add, remove, asked).await {
+                Err(e) if e.code() == Some("IncorrectState") => Poll::Pending(e),
+                other => Poll::Reached(other),
+            })
+        })
+        .await?;
+        Ok(sent.unwrap_or_else(Err))
     }
 
     /// `ModifyVpcEndpoint` with the subnets added (asking for `asked` addresses) and removed.
@@ -455,7 +479,7 @@ impl SubnetService for VpcEndpoints {
             }
         }
         let asked: Vec<&Address> = detail.ask.iter().filter(|a| add.contains(&a.subnet)).collect();
-        let refused = match self.modify(id, &add, &remove, &asked).await {
+        let refused = match self.modify_once_free(id, &add, &remove, &asked).await? {
             Ok(()) => None,
             Err(e) if !asked.is_empty() && address_taken(e.code(), e.message()) => {
                 // The address is held by something else now: the zone gets the endpoint back with
@@ -465,8 +489,8 @@ impl SubnetService for VpcEndpoints {
                     crate::text::clean(e.code().unwrap_or("taken"))
                 );
                 tracing::warn!(endpoint = %resource.name, %why, "adding the subnet back without its old address");
-                self.modify(id, &add, &remove, &[])
-                    .await
+                self.modify_once_free(id, &add, &remove, &[])
+                    .await?
                     .map_err(|e| Error::from_sdk("ec2:ModifyVpcEndpoint", e))?;
                 Some(why)
             }
@@ -620,8 +644,10 @@ mod tests {
     }
 
     fn plugin(rules: &[&Rule]) -> VpcEndpoints {
+        // A settle time far above a mocked read's, even on a loaded machine (a wait that ran out
+        // early would read once less than the test counts); 1 ms between reads keeps it short.
         VpcEndpoints::new(client(rules), "us-east-1".into())
-            .with_waits(Duration::from_millis(1), Duration::from_millis(20))
+            .with_waits(Duration::from_millis(1), Duration::from_millis(500))
     }
 
     fn endpoint(state: &str, subnets: &[&str]) -> VpcEndpoint {
@@ -944,6 +970,34 @@ mod tests {
             "{err}"
         );
         assert_eq!(modify.num_calls(), 1);
+    }
+
+    /// EC2 refuses a change while the endpoint is `pending` even where a read said `available`
+    /// (eventual consistency): the change is sent again until it is taken, nothing lost.
+    #[tokio::test]
+    async fn a_change_refused_as_pending_is_sent_again() {
+        let modify = mock!(aws_sdk_ec2::Client::modify_vpc_endpoint)
+            .sequence()
+            .error(|| {
+                ModifyVpcEndpointError::generic(
+                    aws_sdk_ec2::error::ErrorMetadata::builder()
+                        .code("IncorrectState")
+                        .message("The VPC endpoint is in the pending state")
+                        .build(),
+                )
+            })
+            .output(|| ModifyVpcEndpointOutput::builder().r#return(true).build())
+            .build();
+        let read = by_id("available", &["subnet-a"]);
+        let told_ = plugin(&[&modify, &read])
+            .apply_and_tell(
+                &resource("available", &["subnet-a", "subnet-b"], Vec::new()),
+                &["subnet-a".into()],
+            )
+            .await
+            .expect("changed once EC2 took it");
+        assert_eq!(told_, None);
+        assert_eq!(modify.num_calls(), 2);
     }
 
     fn ip() -> impl Strategy<Value = Option<String>> {

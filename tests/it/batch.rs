@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 
 use aws_sdk_batch::types::{ComputeEnvironmentDetail, ComputeResourceUpdate, UpdatePolicy};
 use common::estate::{self, BatchSpec, Spec, VpcSpec};
-use common::{attr_s, azevac, journal_items, Moto, ZONE};
+use common::proxy::Proxy;
+use common::{attr_s, azevac, azevac_at, journal_items, Moto, ZONE};
 use serde_json::Value;
 
 fn zones(list: &[&str]) -> Vec<String> {
@@ -237,4 +238,60 @@ async fn issue_34_batch_environments_evacuate_and_recover_exactly() {
         .expect("a batch check");
     assert_eq!(check["verdict"], "ok", "{check:#}");
     assert!(check.to_string().contains("DescribeComputeEnvironments"), "{check:#}");
+}
+
+/// Issue 50: AWS shows a compute environment `UPDATING` while an update runs and refuses another
+/// meanwhile (the strict layer models both). An evacuation that finds someone else's update running
+/// says so in its plan, waits for it under the lock, then takes the zone out; AWS never refuses one
+/// of its calls, and recover puts the zone back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_50_an_update_in_progress_is_waited_for_never_refused() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    proxy.strict();
+    // Longer than the reads of the plan and of the read under the lock: the act meets it.
+    proxy.updates_take(4);
+    let sdk = common::sdk(&moto).await;
+    let seeded = estate::seed(&sdk, &estate_spec()).await;
+    let before = live(&sdk).await;
+    // The operator's own update, through the same (strict) endpoint azevac uses.
+    let through_proxy = aws_sdk_batch::Client::from_conf(
+        aws_sdk_batch::config::Builder::from(&sdk)
+            .endpoint_url(&proxy.endpoint)
+            .build(),
+    );
+    through_proxy
+        .update_compute_environment()
+        .compute_environment("render")
+        .update_policy(UpdatePolicy::builder().job_execution_timeout_minutes(45).build())
+        .send()
+        .await
+        .expect("UpdateComputeEnvironment");
+    let args = |command: &'static str| -> Vec<&'static str> {
+        vec![command, "--az-id", ZONE, "--type", "batch", "--yes", "--output", "json"]
+    };
+    let run = azevac_at(&proxy.endpoint, &args("evacuate"), &[]);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap_or_default();
+    let render = &by_name(&doc)["render"];
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(render["status"], "done", "{render:#}");
+    assert!(
+        render["notes"].to_string().contains("an update is in progress"),
+        "the plan says so: {render:#}"
+    );
+    assert!(
+        run.stderr.contains("waiting for the update in progress"),
+        "and the act waits: {}",
+        run.stderr
+    );
+    let zone = seeded.subnet("prod", ZONE);
+    assert!(!subnets(&live(&sdk).await["render"]).contains(&zone));
+    proxy.settle_reads();
+    azevac_at(&proxy.endpoint, &args("recover"), &[]).expect_code(0);
+    let (_, refusals) = proxy.strictness();
+    assert!(refusals.is_empty(), "AWS refused: {refusals:?}");
+    let after = live(&sdk).await;
+    for (name, was) in &before {
+        assert_eq!(subnets(&after[name]), subnets(was), "{name}");
+    }
 }

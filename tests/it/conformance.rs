@@ -1336,9 +1336,9 @@ fn crash_between_intent_and_act(kind: Kind) {
             );
             world.disarm();
             // The killed run's calls already sent still land, as at AWS, and the operator's recover
-            // comes after them (as in the sweep below). A takeover that races them is issue 50's
-            // case 10 (a dead holder on this host), not yet closed: the strict layer's slower writes
-            // made that race show here.
+            // comes after them: azevac itself waits the dead run's longest call before taking its
+            // locks over (tests/it/interleave.rs proves that wait); the harness waits for the proxy
+            // to have answered them instead, which is what that wait stands for, in no time.
             assert!(
                 world.proxy.wait_quiet(HOLD_WAIT),
                 "{}: the killed run's calls never ended",

@@ -1040,3 +1040,89 @@ async fn issue_50_a_change_that_timed_out_keeps_its_lock_until_it_can_no_longer_
     problems.extend(watch.recover_all_exactly(&moto, &sdk).await);
     assert_none(&problems);
 }
+
+/// Wait until `run` has written `text` to stderr; `false` if it exited first or `HOLD_WAIT` passed.
+fn said(run: &mut Running, text: &str) -> bool {
+    let deadline = Instant::now() + HOLD_WAIT;
+    while !run.stderr_so_far().contains(text) {
+        if Instant::now() >= deadline || run.child.try_wait().expect("try_wait").is_some() {
+            return run.stderr_so_far().contains(text);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// Issue 50, case 10, its second half: A is SIGKILLed on this host with b's update sent. AWS carries
+/// such a call out all the same, later. The operator's next run (a recover) must not take A's locks
+/// over and read b until that call can no longer land: it waits A's longest call (its
+/// `--operation-timeout`, which A's locks record), saying so. Ctrl-C during that wait stops the run
+/// with nothing changed. Before the fix the recover took over at once, read b still in the zone,
+/// deleted b's record as having nothing to put back, and A's update then landed: b out of the zone
+/// with nothing left to bring it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_50_a_killed_runs_change_in_flight_lands_before_its_locks_are_taken_over() {
+    let moto = Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk(&moto).await;
+    let (_, mut watch) = fresh(&moto, &sdk).await;
+    let mut a = evacuate_with_b_parked(&proxy, &["--operation-timeout", "6s"], &[]);
+    assert!(proxy.wait_quiet(HOLD_WAIT), "A's other calls never ended");
+    a.child.kill().expect("SIGKILL A");
+    a.child.wait().expect("reap A");
+    let recover = ["recover", "--az-id", ZONE, "--type", "asg", "--yes", "--output", "json"];
+    // The real wait, not the harness's none.
+    let env = [(azevac::journal::TAKEOVER_WAIT_ENV, None)];
+    let mut problems = Vec::new();
+
+    // B is interrupted while it waits: it takes nothing over and changes nothing.
+    let mut b = Running::start_with(&moto.endpoint, &recover, &env);
+    if said(&mut b, "may still land") {
+        let signalled = std::process::Command::new("kill")
+            .args(["-INT", &b.child.id().to_string()])
+            .status()
+            .expect("kill -INT");
+        assert!(signalled.success());
+        match b.finish(RUN_WAIT) {
+            None => problems.push("B did not stop on Ctrl-C".into()),
+            Some(run) => {
+                let line = line_of(&run, "b");
+                if run.code != 130 || line["status"] == "done" {
+                    problems.push(format!(
+                        "B, interrupted while waiting, changes nothing (exit {}): {line}",
+                        run.code
+                    ));
+                }
+            }
+        }
+    } else {
+        problems.push(format!(
+            "B took A's locks over at once: {}",
+            b.finish(RUN_WAIT).map(|r| r.stderr).unwrap_or_default()
+        ));
+    }
+    problems.extend(watch.forgotten(&sdk).await);
+
+    // C waits too; A's update lands meanwhile, and C recovers from the state it left.
+    let mut c = Running::start_with(&moto.endpoint, &recover, &env);
+    if !said(&mut c, "may still land") {
+        problems.push("C took A's locks over at once".into());
+    }
+    proxy.release();
+    assert!(proxy.wait_quiet(HOLD_WAIT), "the parked update never ended");
+    match c.finish(RUN_WAIT) {
+        None => problems.push("C did not finish".into()),
+        Some(run) => {
+            if run.code != 0 || line_of(&run, "b")["status"] != "done" {
+                problems.push(format!(
+                    "C puts b back once A's update has landed (exit {}): {}\n{}",
+                    run.code,
+                    line_of(&run, "b"),
+                    run.stderr
+                ));
+            }
+        }
+    }
+    problems.extend(watch.recover_all_exactly(&moto, &sdk).await);
+    assert_none(&problems);
+}

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_dynamodb::types::AttributeValue;
+use azevac::interrupt::Interrupt;
 use azevac::journal::{Ahead, Audit, Held, Journal, Lease};
 use azevac::model::{Record, Resource};
 
@@ -85,7 +86,12 @@ async fn a_renewal_that_crosses_the_release_is_not_a_lost_lock() {
     };
     let removed = vec!["subnet-b".to_owned()];
     let held = journal
-        .acquire(&[evacuation(&resource, &removed, None)], &lease, &audit)
+        .acquire(
+            &[evacuation(&resource, &removed, None)],
+            &lease,
+            &audit,
+            &Interrupt::default(),
+        )
         .await
         .pop()
         .expect("one line")
@@ -196,7 +202,8 @@ async fn issue_31_a_reused_pid_is_taken_over_and_a_live_holder_is_not() {
     let removed = vec!["subnet-b".to_owned()];
     let (a, b) = (run("run-a"), run("run-b"));
     let (lease_a, lease_b) = (
-        Lease::new(&a, Duration::from_secs(300), Duration::from_secs(30)),
+        // A's calls are bounded at 1 s: the reused PID's lock is taken over once that has passed.
+        Lease::new(&a, Duration::from_secs(300), Duration::from_secs(1)),
         Lease::new(&b, Duration::from_secs(300), Duration::from_secs(30)),
     );
     // Run A takes the locks of three groups, and its locks are made to name the sleeping process:
@@ -206,7 +213,12 @@ async fn issue_31_a_reused_pid_is_taken_over_and_a_live_holder_is_not() {
     for (name, pid_started) in cases {
         let resource = group(name);
         let held = journal
-            .acquire(&[evacuation(&resource, &removed, None)], &lease_a, &a)
+            .acquire(
+                &[evacuation(&resource, &removed, None)],
+                &lease_a,
+                &a,
+                &Interrupt::default(),
+            )
             .await
             .pop()
             .expect("one line")
@@ -234,7 +246,11 @@ async fn issue_31_a_reused_pid_is_taken_over_and_a_live_holder_is_not() {
     for (name, _) in cases {
         let resource = group(name);
         let ahead = evacuation(&resource, &removed, Some(&records[name]));
-        let outcome = journal.acquire(&[ahead], &lease_b, &b).await.pop().expect("one line");
+        let outcome = journal
+            .acquire(&[ahead], &lease_b, &b, &Interrupt::default())
+            .await
+            .pop()
+            .expect("one line");
         let holder_now = lock_of(&sdk, &resource.id).await.map(|l| common::attr_s(&l, "run_id"));
         match name {
             "reused" => {

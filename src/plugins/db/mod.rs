@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::wait::{self, Poll};
-use super::{Acted, Plugin, Scope, Setup, Stage};
+use super::{Acted, Plugin, Refreshing, Scope, Setup, Stage};
 use crate::journal::{Guard, Held};
 use crate::model::{Command, Item, Record, Status};
 use crate::topology::Zones;
@@ -182,8 +182,8 @@ impl Plugin for Databases {
     /// Under the lock: the writer may have moved since the plan (someone failed over, or the
     /// service did), automatic failover may have been turned on or off: decide again from a fresh
     /// read and the record as held (which holds what this run's intent added).
-    async fn refresh(&self, command: Command, lines: &mut [&mut Item], held: &[&Held]) -> Result<()> {
-        if command != Command::Evacuate || lines.iter().all(|l| l.status != Status::Planned) {
+    async fn refresh(&self, run: Refreshing<'_>, lines: &mut [&mut Item], held: &[&Held]) -> Result<()> {
+        if run.command != Command::Evacuate || lines.iter().all(|l| l.status != Status::Planned) {
             return Ok(());
         }
         let zones = self.rds.zones().await?;

@@ -28,7 +28,7 @@ mod tests;
 
 use async_trait::async_trait;
 
-use super::{Acted, Plugin, Scope, Setup, Stage};
+use super::{Acted, Plugin, Refreshing, Scope, Setup, Stage};
 use crate::error::describe;
 use crate::journal::{Guard, Held};
 use crate::model::{Command, Item, Record, Resource, Status};
@@ -117,11 +117,11 @@ impl Plugin for NatRoutes {
     }
 
     /// Under the lock: read the tables (and NAT gateways) again and decide again from what is live.
-    async fn refresh(&self, command: Command, lines: &mut [&mut Item], held: &[&Held]) -> Result<()> {
+    async fn refresh(&self, run: Refreshing<'_>, lines: &mut [&mut Item], held: &[&Held]) -> Result<()> {
         if lines.iter().all(|l| l.status != Status::Planned) {
             return Ok(());
         }
-        match command {
+        match run.command {
             Command::Evacuate => {
                 let az_id = lines.first().map(|l| l.az_id.clone()).unwrap_or_default();
                 let estate = self.ec2.estate(&az_id).await?;

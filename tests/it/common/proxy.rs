@@ -389,6 +389,11 @@ impl Proxy {
         self.state.lock().expect("state").strict.time_passes();
     }
 
+    /// How many reads a Batch environment or VPC endpoint shows its update in progress, from now on.
+    pub fn updates_take(&self, reads: usize) {
+        self.state.lock().expect("state").strict.update_reads = reads;
+    }
+
     /// How many answers the strict layer gave from before a write, and the refusals it made
     /// (`service:code`), since the proxy started.
     pub fn strictness(&self) -> (usize, Vec<String>) {
@@ -614,27 +619,24 @@ async fn handle(
                     let answered = String::from_utf8_lossy(&body);
                     if strict_on {
                         let status = p.status.as_u16();
+                        let method = parts.method.as_str();
                         let mut st = state.lock().expect("state");
-                        if service == "lambda" {
-                            let method = parts.method.as_str();
-                            if let Some(stamped) = st.strict.lambda_after(method, &path_and_query, status, &answered) {
-                                drop(st);
-                                p.headers.remove("content-length");
-                                return finish(
-                                    &state,
-                                    &service,
-                                    kill_after,
-                                    Response::from_parts(p, Body::from(stamped)),
-                                );
-                            }
-                        } else if status == 200 && super::strict::is_read(parts.method.as_str(), &action) {
+                        if status == 200 && super::strict::is_read(method, &action) {
                             let sent = super::strict::Sent {
-                                method: parts.method.as_str().to_owned(),
+                                method: method.to_owned(),
                                 uri: path_and_query.clone(),
                                 headers: sent_headers.clone(),
                                 body: text.clone(),
                             };
                             st.strict.read_seen(&service, sent);
+                        }
+                        if let Some(shown) =
+                            st.strict
+                                .after(&service, (method, &path_and_query, &action, &text), status, &answered)
+                        {
+                            drop(st);
+                            p.headers.remove("content-length");
+                            return finish(&state, &service, kill_after, Response::from_parts(p, Body::from(shown)));
                         }
                     }
                     let rewritten = {

@@ -15,6 +15,15 @@
 //!   another update meanwhile is refused with `ResourceConflictException` (409); the function's
 //!   `RevisionId` changes on every update and again when it completes (aws/aws-sdk#377), and an
 //!   update naming another revision is refused with `PreconditionFailedException` (412).
+//! - **Updates that take a while.** AWS Batch User Guide, "Updating compute environments": during an
+//!   update "the status of the compute environment changes to `UPDATING`", and an environment is
+//!   updated again only once it is `VALID` (a second `UpdateComputeEnvironment` meanwhile is refused
+//!   with Batch's `ClientException`). AWS PrivateLink Guide, "Interface endpoint lifecycle": an
+//!   endpoint being changed is `pending` until its network interfaces are made and deleted, and EC2
+//!   refuses another `ModifyVpcEndpoint` meanwhile (`IncorrectState`, EC2 API reference, "Error
+//!   codes": "the resource is in an incorrect state for the request"). Modelled: after such an update,
+//!   the next [`UPDATE_READS`] reads of the resource show it `UPDATING` / `pending`, and an update
+//!   before then is refused with the service's error.
 //! - **At most 16 subnets.** ECS `AwsVpcConfiguration.subnets` ("All specified subnets must be
 //!   from the same VPC. You can specify up to 16 subnets"), Lambda `VpcConfig.SubnetIds` (a list
 //!   of at most 16), EventBridge and EventBridge Scheduler ECS targets (`AwsVpcConfiguration`,
@@ -89,6 +98,11 @@ pub struct Strict {
     stale: BTreeMap<String, (Answer, usize)>,
     /// Lambda functions by name.
     functions: BTreeMap<String, Function>,
+    /// Batch environments (`batch:NAME`) and VPC endpoints (`ec2:vpce-…`) being updated: how many
+    /// more reads show the update in progress.
+    updating: BTreeMap<String, usize>,
+    /// How many reads a Batch or VPC endpoint update shows in progress (0: [`UPDATE_READS`]).
+    pub update_reads: usize,
     /// Stale answers given and refusals made, for the tests to see that the rules ran.
     pub stale_answers: usize,
     /// Refusals made, as `service:code`.
@@ -129,6 +143,23 @@ impl Strict {
         if service == "lambda" {
             return self.lambda_before(method, uri, body);
         }
+        if let Some(key) = updated(service, uri, action, body) {
+            // A refusal is a look at the update in progress, as a read is: it counts as one.
+            if let Some(left) = self.updating.get_mut(&key).filter(|left| **left > 0) {
+                *left -= 1;
+                let (code, refusal) = if service == "batch" {
+                    let name = key.trim_start_matches("batch:");
+                    let message = format!("Cannot update compute environment {name}: its status is UPDATING");
+                    ("ClientException", error(service, 400, "ClientException", &message))
+                } else {
+                    let id = key.trim_start_matches("ec2:");
+                    let message = format!("The VPC endpoint {id} is in the pending state and cannot be modified.");
+                    ("IncorrectState", ec2_error(400, "IncorrectState", &message))
+                };
+                self.refusals.push(format!("{service}:{code}"));
+                return Before::Answer(refusal);
+            }
+        }
         if !EVENTUAL.contains(&service) {
             return Before::Forward(None);
         }
@@ -149,7 +180,9 @@ impl Strict {
         Before::Freeze(reads.into_iter().collect())
     }
 
-    /// Time passes: the writes made so far show in every read, and the updates in progress end.
+    /// Time passes: the writes made so far show in every read, and Lambda's updates complete. A
+    /// Batch or VPC endpoint update outlasts that (minutes, where reads lag by seconds): the next
+    /// run still reads it in progress, for its reads, and waits.
     pub fn time_passes(&mut self) {
         self.stale.clear();
         for function in self.functions.values_mut() {
@@ -222,9 +255,84 @@ impl Strict {
         Before::Forward(Some(request.to_string()))
     }
 
+    /// After the emulator answered: the answer as this layer shows it, if it differs.
+    pub fn after(
+        &mut self,
+        service: &str,
+        (method, uri, action, request): (&str, &str, &str, &str),
+        status: u16,
+        body: &str,
+    ) -> Option<String> {
+        if service == "lambda" {
+            return self.lambda_after(method, uri, status, body);
+        }
+        if status != 200 {
+            return None;
+        }
+        if let Some(key) = updated(service, uri, action, request) {
+            let reads = if self.update_reads == 0 {
+                UPDATE_READS
+            } else {
+                self.update_reads
+            };
+            self.updating.insert(key, reads);
+            return None;
+        }
+        match (service, action) {
+            ("batch", a) if a.ends_with("describecomputeenvironments") => self.batch_described(body),
+            ("ec2", "DescribeVpcEndpoints") => self.endpoints_described(body),
+            _ => None,
+        }
+    }
+
+    /// A description of compute environments: those being updated read `UPDATING`, once less.
+    fn batch_described(&mut self, body: &str) -> Option<String> {
+        let mut answer: Value = serde_json::from_str(body).ok()?;
+        let mut changed = false;
+        for environment in answer.get_mut("computeEnvironments")?.as_array_mut()? {
+            let name = environment["computeEnvironmentName"].as_str().unwrap_or_default();
+            if let Some(left) = self.updating.get_mut(&format!("batch:{name}")).filter(|l| **l > 0) {
+                *left -= 1;
+                environment["status"] = Value::String("UPDATING".into());
+                changed = true;
+            }
+        }
+        changed.then(|| answer.to_string())
+    }
+
+    /// A description of VPC endpoints (EC2's XML): those being changed read `pending`, once less.
+    fn endpoints_described(&mut self, body: &str) -> Option<String> {
+        let mut text = body.to_owned();
+        let mut changed = false;
+        for (key, left) in self
+            .updating
+            .iter_mut()
+            .filter(|(k, l)| k.starts_with("ec2:") && **l > 0)
+        {
+            let tag = format!("<vpcEndpointId>{}</vpcEndpointId>", key.trim_start_matches("ec2:"));
+            let Some(at) = text.find(&tag) else {
+                continue;
+            };
+            // Its own `state`: the first after its ID, before the next endpoint's ID.
+            let end = text[at + tag.len()..]
+                .find("<vpcEndpointId>")
+                .map_or(text.len(), |n| at + tag.len() + n);
+            let Some(open) = text[at..end].find("<state>").map(|n| at + n + "<state>".len()) else {
+                continue;
+            };
+            let Some(close) = text[open..end].find("</state>").map(|n| open + n) else {
+                continue;
+            };
+            text.replace_range(open..close, "pending");
+            *left -= 1;
+            changed = true;
+        }
+        changed.then_some(text)
+    }
+
     /// Lambda, after the emulator answered: the answer carries this layer's revision and status,
     /// and an update starts its lifecycle.
-    pub fn lambda_after(&mut self, method: &str, uri: &str, status: u16, body: &str) -> Option<String> {
+    fn lambda_after(&mut self, method: &str, uri: &str, status: u16, body: &str) -> Option<String> {
         if status != 200 {
             return None;
         }
@@ -353,7 +461,42 @@ fn longest_subnet_list(value: &Value) -> usize {
     }
 }
 
-/// An error in a JSON service's wire format (every service this layer refuses for speaks JSON).
+/// The resource an update that takes a while names (`batch:NAME`, `ec2:vpce-…`), if the call is one.
+fn updated(service: &str, uri: &str, action: &str, body: &str) -> Option<String> {
+    match service {
+        "batch"
+            if uri
+                .split('?')
+                .next()
+                .unwrap_or(uri)
+                .ends_with("/updatecomputeenvironment") =>
+        {
+            let request: Value = serde_json::from_str(body).ok()?;
+            let named = request["computeEnvironment"].as_str()?;
+            let name = named.rsplit('/').next().unwrap_or(named);
+            Some(format!("batch:{name}"))
+        }
+        "ec2" if action == "ModifyVpcEndpoint" => body
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("VpcEndpointId="))
+            .map(|id| format!("ec2:{id}")),
+        _ => None,
+    }
+}
+
+/// An error in EC2's XML.
+fn ec2_error(status: u16, code: &str, message: &str) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "text/xml")
+        .body(Body::from(format!(
+            "<Response><Errors><Error><Code>{code}</Code><Message>{message}</Message></Error></Errors>\
+             <RequestID>strict</RequestID></Response>"
+        )))
+        .expect("response")
+}
+
+/// An error in a JSON service's wire format.
 fn error(service: &str, status: u16, code: &str, message: &str) -> Response<Body> {
     let body = match service {
         // Lambda's REST-JSON errors carry the code in the header and a `Type`.
@@ -390,6 +533,62 @@ mod tests {
         let sixteen = serde_json::json!({"VpcConfig": {"SubnetIds": &subnets[..16]}});
         assert!(too_many_subnets("lambda", &sixteen.to_string()).is_none());
         assert!(too_many_subnets("autoscaling", &ecs.to_string()).is_none());
+    }
+
+    #[test]
+    fn an_update_in_progress_shows_for_its_reads_and_refuses_another() {
+        let mut strict = Strict::default();
+        let update = r#"{"computeEnvironment":"arn:aws:batch:us-east-1:123456789012:compute-environment/ce1"}"#;
+        let uri = "/v1/updatecomputeenvironment";
+        assert!(matches!(
+            strict.before("batch", "POST", uri, uri, update),
+            Before::Freeze(_)
+        ));
+        assert_eq!(strict.after("batch", ("POST", uri, uri, update), 200, "{}"), None);
+        assert!(matches!(
+            strict.before("batch", "POST", uri, uri, update),
+            Before::Answer(_)
+        ));
+        let described = r#"{"computeEnvironments":[{"computeEnvironmentName":"ce1","status":"VALID"}]}"#;
+        let read = "/v1/describecomputeenvironments";
+        // The refusal was one look at it; the reads make the others.
+        for _ in 1..UPDATE_READS {
+            let shown = strict
+                .after("batch", ("POST", read, read, "{}"), 200, described)
+                .expect("rewritten");
+            assert!(shown.contains("UPDATING"), "{shown}");
+        }
+        assert_eq!(strict.after("batch", ("POST", read, read, "{}"), 200, described), None);
+        assert!(matches!(
+            strict.before("batch", "POST", uri, uri, update),
+            Before::Freeze(_)
+        ));
+
+        let modify = "Action=ModifyVpcEndpoint&VpcEndpointId=vpce-2&AddSubnetId.1=subnet-1";
+        strict.after("ec2", ("POST", "/", "ModifyVpcEndpoint", modify), 200, "<ok/>");
+        assert!(matches!(
+            strict.before("ec2", "POST", "/", "ModifyVpcEndpoint", modify),
+            Before::Answer(_)
+        ));
+        let xml = "<vpcEndpointSet><item><vpcEndpointId>vpce-1</vpcEndpointId><state>available</state></item>\
+                   <item><vpcEndpointId>vpce-2</vpcEndpointId><subnetIdSet><item>subnet-1</item></subnetIdSet>\
+                   <state>available</state></item></vpcEndpointSet>";
+        let shown = strict
+            .after("ec2", ("POST", "/", "DescribeVpcEndpoints", ""), 200, xml)
+            .expect("rewritten");
+        assert_eq!(shown.matches("<state>pending</state>").count(), 1, "{shown}");
+        assert!(shown.contains("vpce-1</vpcEndpointId><state>available"), "{shown}");
+        assert!(matches!(
+            strict.before("ec2", "POST", "/", "ModifyVpcEndpoint", modify),
+            Before::Freeze(_)
+        ));
+        // An update outlasts the reads' lag: time passing ends the one, not the other.
+        strict.after("ec2", ("POST", "/", "ModifyVpcEndpoint", modify), 200, "<ok/>");
+        strict.time_passes();
+        assert!(matches!(
+            strict.before("ec2", "POST", "/", "ModifyVpcEndpoint", modify),
+            Before::Answer(_)
+        ));
     }
 
     #[test]
