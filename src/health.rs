@@ -68,7 +68,10 @@ impl State {
     pub fn remedy(self) -> &'static str {
         match self {
             State::Starting | State::Healthy => "",
-            State::QueueUnreadable => QUEUE_REMEDY,
+            State::QueueUnreadable => {
+                "check that the queue exists and that the watcher's role may sqs:ReceiveMessage (its policy, \
+                 the queue's, the key's; azevac doctor); the watcher keeps trying"
+            }
             State::LeaseLost => {
                 "check the journal table and that the watcher's role may dynamodb:GetItem and PutItem on it \
                  (azevac doctor); azevac status shows who holds the lease; the watcher keeps trying"
@@ -77,12 +80,6 @@ impl State {
         }
     }
 }
-
-/// What to do about a watcher that cannot read its queue: the same words in `azevac health` and
-/// `azevac doctor`.
-pub const QUEUE_REMEDY: &str = "check that the queue exists and that the watcher's role may sqs:ReceiveMessage \
-                                (its policy, the queue policy, the key policy; azevac doctor); the watcher \
-                                keeps trying";
 
 /// What to do about a watcher whose beats stopped.
 const STALLED_REMEDY: &str = "its loop is stuck or its process stopped: restart it";
@@ -139,7 +136,13 @@ impl Health {
 
     /// Read a file's text: `Err` says, in one line, what is wrong with it.
     pub fn parse(text: &str) -> Result<Health, String> {
-        serde_json::from_str(text).map_err(|e| format!("not a health file of azevac watch ({e})"))
+        // serde's message may quote the text: escaped, so that it stays one line.
+        serde_json::from_str(text).map_err(|e| {
+            format!(
+                "not a health file of azevac watch ({})",
+                crate::text::clean(&e.to_string())
+            )
+        })
     }
 
     /// Whether a health check passes at `now`, with the stall bound `stall_after`, and the one

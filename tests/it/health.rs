@@ -261,7 +261,7 @@ async fn issue_51_systemd_hears_ready_then_watchdog_beats_only_while_the_watcher
         "{first:?}"
     );
 
-    // The queue cannot be read: the status says so, and no beat comes while it lasts (three turns).
+    // The queue cannot be read: the status says so, and no beat comes while it lasts (two turns).
     proxy.fail_too(
         vec![FailRule {
             label: "sqs:ReceiveMessage".into(),
@@ -273,9 +273,9 @@ async fn issue_51_systemd_hears_ready_then_watchdog_beats_only_while_the_watcher
     notified_until(&socket, "STATUS=queue-unreadable: cannot read the queue");
     let receives = || proxy.calls().iter().filter(|c| *c == "sqs:ReceiveMessage").count();
     let failed_so_far = receives();
-    eventually("three more receives failed", || {
+    eventually("two more receives failed", || {
         let n = receives();
-        async move { n >= failed_so_far + 3 }
+        async move { n >= failed_so_far + 2 }
     })
     .await;
     proxy.set(Faults::default());
