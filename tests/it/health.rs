@@ -5,36 +5,68 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::net::UnixDatagram;
-use std::path::Path;
-use std::process::{Child, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Child;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use common::proxy::{FailRule, Fault, Faults, Proxy};
 use common::{azevac_at, Run};
 
-use crate::watch::{eventually, first_look_done, said, terminate, watch_args, watch_args_leased, watched_estate};
+use crate::watch::{eventually, first_look_done, said, terminate, watch_args_leased, watched_estate};
+use crate::waves::spawn_with;
 
 /// `watch ARGS --health-file FILE`, with `env` on top; its stderr's lines.
 fn spawn_watcher(proxy: &Proxy, args: &[&str], file: &Path, env: &[(&str, Option<&str>)]) -> (Child, Receiver<String>) {
     let mut args = args.to_vec();
-    let file = file.to_str().expect("a path in UTF-8");
-    args.extend(["--health-file", file]);
-    let mut child = common::command(&proxy.endpoint, &args, env)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn azevac");
-    let stderr = child.stderr.take().expect("stderr");
-    let (send, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = send.send(line);
-        }
-    });
-    (child, lines)
+    args.extend(["--health-file", file.to_str().expect("a path in UTF-8")]);
+    spawn_with(proxy, &args, env)
+}
+
+/// A watched estate, and a folder for health files.
+struct Scene {
+    _moto: common::Moto,
+    proxy: Proxy,
+    url: String,
+    dir: tempfile::TempDir,
+}
+
+impl Scene {
+    async fn new() -> Scene {
+        let (_moto, proxy, _sdk, _before, url) = watched_estate().await;
+        let dir = tempfile::tempdir().expect("dir");
+        Scene { _moto, proxy, url, dir }
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A watcher with this lease and `env`, writing `file`, once it holds the lease.
+    fn watcher(&self, lease: &str, file: &Path, env: &[(&str, Option<&str>)]) -> (Child, Receiver<String>) {
+        let (watcher, lines) = spawn_watcher(&self.proxy, &watch_args_leased(&self.url, lease, &[]), file, env);
+        said(&lines, "holds the lease");
+        (watcher, lines)
+    }
+
+    /// The proxy refuses these calls (access denied) from now on.
+    fn refuse(&self, label: &str, body_contains: &str) {
+        self.proxy.fail_too(
+            vec![FailRule {
+                label: label.into(),
+                body_contains: body_contains.into(),
+                fault: Fault::AccessDenied,
+            }],
+            Duration::ZERO,
+        );
+    }
+}
+
+/// SIGTERM, and the watcher stops cleanly.
+fn stop(mut watcher: Child) {
+    terminate(&watcher);
+    assert_eq!(watcher.wait().expect("wait").code(), Some(0));
 }
 
 /// `azevac health --health-file FILE EXTRA` (no AWS call is needed: the endpoint is the proxy's
@@ -71,13 +103,12 @@ fn signal(child: &Child, which: &str) {
 
 #[tokio::test]
 async fn issue_51_a_watcher_holding_the_lease_and_one_standing_by_are_healthy_and_a_stopped_one_is_not() {
-    let (_moto, proxy, _sdk, _before, url) = watched_estate().await;
-    let dir = tempfile::tempdir().expect("dir");
-    let (first_file, second_file) = (dir.path().join("first.json"), dir.path().join("second.json"));
-    let (mut first, first_lines) = spawn_watcher(&proxy, &watch_args(&url, &[]), &first_file, &[]);
-    said(&first_lines, "holds the lease");
-    first_look_done(&proxy).await;
-    let run = health_until(&proxy, &first_file, &[], 0, "holds the lease; reads its queue").await;
+    let scene = Scene::new().await;
+    let proxy = &scene.proxy;
+    let (first_file, second_file) = (scene.file("first.json"), scene.file("second.json"));
+    let (first, _) = scene.watcher("10s", &first_file, &[]);
+    first_look_done(proxy).await;
+    let run = health_until(proxy, &first_file, &[], 0, "holds the lease; reads its queue").await;
     assert!(run.stdout.contains("healthy since"), "{}", run.stdout);
     assert!(
         !proxy.calls().iter().any(|c| c.contains("health")),
@@ -100,18 +131,15 @@ async fn issue_51_a_watcher_holding_the_lease_and_one_standing_by_are_healthy_an
     assert_eq!(json["health"]["stall_after_seconds"], 215, "{json:#}");
 
     // A second watcher stands by, ready to take over: healthy too, naming the holder.
-    let (mut second, second_lines) = spawn_watcher(&proxy, &watch_args(&url, &[]), &second_file, &[]);
+    let (second, second_lines) = spawn_watcher(proxy, &watch_args_leased(&scene.url, "10s", &[]), &second_file, &[]);
     said(&second_lines, "standing by: watcher");
-    let standby = health_until(&proxy, &second_file, &[], 0, "standing by: watcher").await;
+    let standby = health_until(proxy, &second_file, &[], 0, "standing by: watcher").await;
     assert!(standby.stdout.contains(&run_id), "{}", standby.stdout);
 
     // Stopped: not healthy, and the line says what to do.
-    for watcher in [&first, &second] {
-        terminate(watcher);
-    }
-    assert_eq!(first.wait().expect("wait").code(), Some(0));
-    assert_eq!(second.wait().expect("wait").code(), Some(0));
-    let stopped = health(&proxy, &first_file, &[]).expect_code(1);
+    stop(first);
+    stop(second);
+    let stopped = health(proxy, &first_file, &[]).expect_code(1);
     assert!(stopped.stdout.contains("stopped since"), "{}", stopped.stdout);
     assert!(
         stopped.stdout.contains("start azevac watch again"),
@@ -120,80 +148,68 @@ async fn issue_51_a_watcher_holding_the_lease_and_one_standing_by_are_healthy_an
     );
 }
 
-#[tokio::test]
-async fn issue_51_a_watcher_that_cannot_read_its_queue_is_unhealthy_until_it_can() {
-    let (_moto, proxy, _sdk, _before, url) = watched_estate().await;
-    let dir = tempfile::tempdir().expect("dir");
-    let file = dir.path().join("health.json");
-    let (mut watcher, lines) = spawn_watcher(&proxy, &watch_args(&url, &[]), &file, &[]);
-    said(&lines, "holds the lease");
-    health_until(&proxy, &file, &[], 0, "reads its queue").await;
+/// A watcher with this lease whose `label` calls (with `body` in them) the proxy refuses: `azevac
+/// health` exits 1 naming `state`, the AWS error and `what_to_do`, then 0 again once the calls go
+/// through; the watcher's lines until then.
+async fn unhealthy_while_refused(lease: &str, label: &str, body: &str, state: &str, what_to_do: &str) -> Vec<String> {
+    let scene = Scene::new().await;
+    let (proxy, file) = (&scene.proxy, scene.file("health.json"));
+    let (watcher, lines) = scene.watcher(lease, &file, &[]);
+    health_until(proxy, &file, &[], 0, "holds the lease; reads its queue").await;
 
-    proxy.fail_too(
-        vec![FailRule {
-            label: "sqs:ReceiveMessage".into(),
-            body_contains: String::new(),
-            fault: Fault::AccessDenied,
-        }],
-        Duration::ZERO,
-    );
-    let run = health_until(&proxy, &file, &[], 1, "queue-unreadable since").await;
-    assert!(run.stdout.contains("cannot read the queue"), "{}", run.stdout);
-    assert!(run.stdout.contains("sqs:ReceiveMessage"), "what to do: {}", run.stdout);
+    scene.refuse(label, body);
+    let run = health_until(proxy, &file, &[], 1, &format!("{state} since")).await;
     assert!(run.stdout.contains("AccessDenied"), "why: {}", run.stdout);
+    assert!(run.stdout.contains(what_to_do), "what to do: {}", run.stdout);
 
     proxy.set(Faults::default());
-    health_until(&proxy, &file, &[], 0, "reads its queue").await;
-    terminate(&watcher);
-    assert_eq!(watcher.wait().expect("wait").code(), Some(0));
+    health_until(proxy, &file, &[], 0, "holds the lease; reads its queue").await;
+    stop(watcher);
+    // Every line, up to its end (the process has exited: its stderr closes).
+    lines.iter().collect()
+}
+
+#[tokio::test]
+async fn issue_51_a_watcher_that_cannot_read_its_queue_is_unhealthy_until_it_can() {
+    let said = unhealthy_while_refused(
+        "10s",
+        "sqs:ReceiveMessage",
+        "",
+        "queue-unreadable",
+        "sqs:ReceiveMessage",
+    )
+    .await;
+    assert!(said.iter().any(|l| l.contains("cannot read the queue")), "{said:?}");
 }
 
 #[tokio::test]
 async fn issue_51_a_watcher_whose_lease_renewals_are_refused_is_lease_lost_until_it_holds_it_again() {
-    let (_moto, proxy, _sdk, _before, url) = watched_estate().await;
-    let dir = tempfile::tempdir().expect("dir");
-    let file = dir.path().join("health.json");
-    let (mut watcher, lines) = spawn_watcher(&proxy, &watch_args_leased(&url, "3s", &[]), &file, &[]);
-    said(&lines, "holds the lease");
-    health_until(&proxy, &file, &[], 0, "holds the lease").await;
-
-    // The journal refuses the lease's writes: renewals, then the claims that follow.
-    proxy.fail_too(
-        vec![FailRule {
-            label: "dynamodb:PutItem".into(),
-            body_contains: azevac::journal::WATCHER_PARTITION.into(),
-            fault: Fault::AccessDenied,
-        }],
-        Duration::ZERO,
-    );
-    let run = health_until(&proxy, &file, &[], 1, "lease-lost since").await;
-    assert!(run.stdout.contains("AccessDenied"), "why: {}", run.stdout);
+    // The journal refuses the lease's writes: its renewals (and its claims, once the loop sees it lost).
+    let said = unhealthy_while_refused(
+        "3s",
+        "dynamodb:PutItem",
+        azevac::journal::WATCHER_PARTITION,
+        "lease-lost",
+        "dynamodb:GetItem and PutItem",
+    )
+    .await;
     assert!(
-        run.stdout.contains("dynamodb:GetItem and PutItem"),
-        "what to do: {}",
-        run.stdout
+        said.iter().any(|l| l.contains("cannot renew the watcher's lease")),
+        "{said:?}"
     );
-    said(&lines, "lease lost");
-
-    proxy.set(Faults::default());
-    health_until(&proxy, &file, &[], 0, "healthy since").await;
-    terminate(&watcher);
-    assert_eq!(watcher.wait().expect("wait").code(), Some(0));
 }
 
 #[tokio::test]
 async fn issue_51_a_watcher_whose_loop_stops_turning_is_stalled() {
-    let (_moto, proxy, _sdk, _before, url) = watched_estate().await;
-    let dir = tempfile::tempdir().expect("dir");
-    let file = dir.path().join("health.json");
-    let (mut watcher, lines) = spawn_watcher(&proxy, &watch_args(&url, &[]), &file, &[]);
-    said(&lines, "holds the lease");
-    health_until(&proxy, &file, &["--stall-after", "1s"], 0, "healthy since").await;
+    let scene = Scene::new().await;
+    let (proxy, file) = (&scene.proxy, scene.file("health.json"));
+    let (watcher, _) = scene.watcher("10s", &file, &[]);
+    health_until(proxy, &file, &["--stall-after", "1s"], 0, "healthy since").await;
 
     // The process stops (as a hung loop would look from outside): its file still says healthy,
     // but its beats stop.
     signal(&watcher, "-STOP");
-    let run = health_until(&proxy, &file, &["--stall-after", "1s"], 1, "stalled: no beat since").await;
+    let run = health_until(proxy, &file, &["--stall-after", "1s"], 1, "stalled: no beat since").await;
     signal(&watcher, "-CONT");
     assert!(
         run.stdout.contains("healthy since"),
@@ -202,9 +218,8 @@ async fn issue_51_a_watcher_whose_loop_stops_turning_is_stalled() {
     );
     assert!(run.stdout.contains("restart it"), "what to do: {}", run.stdout);
 
-    health_until(&proxy, &file, &[], 0, "healthy since").await;
-    terminate(&watcher);
-    assert_eq!(watcher.wait().expect("wait").code(), Some(0));
+    health_until(proxy, &file, &[], 0, "healthy since").await;
+    stop(watcher);
 }
 
 /// The datagrams on `socket` until one contains `text` (each as its lines); every one read.
@@ -233,10 +248,9 @@ fn says(datagram: &[String], line: &str) -> bool {
 
 #[tokio::test]
 async fn issue_51_systemd_hears_ready_then_watchdog_beats_only_while_the_watcher_is_healthy() {
-    let (_moto, proxy, _sdk, _before, url) = watched_estate().await;
-    let dir = tempfile::tempdir().expect("dir");
-    let file = dir.path().join("health.json");
-    let path = dir.path().join("notify.sock");
+    let scene = Scene::new().await;
+    let (proxy, file) = (&scene.proxy, scene.file("health.json"));
+    let path = scene.file("notify.sock");
     let socket = UnixDatagram::bind(&path).expect("bind");
     socket.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
     let env = [
@@ -244,7 +258,7 @@ async fn issue_51_systemd_hears_ready_then_watchdog_beats_only_while_the_watcher
         // WatchdogSec=1s, well under the watcher's own bound: it says so at start.
         ("WATCHDOG_USEC", Some("1000000")),
     ];
-    let (mut watcher, lines) = spawn_watcher(&proxy, &watch_args(&url, &[]), &file, &env);
+    let (mut watcher, lines) = spawn_watcher(proxy, &watch_args_leased(&scene.url, "10s", &[]), &file, &env);
     let start = said(&lines, "holds the lease");
     assert!(start.contains("WatchdogSec (1s) is not above"), "{start}");
 
@@ -262,14 +276,7 @@ async fn issue_51_systemd_hears_ready_then_watchdog_beats_only_while_the_watcher
     );
 
     // The queue cannot be read: the status says so, and no beat comes while it lasts (two turns).
-    proxy.fail_too(
-        vec![FailRule {
-            label: "sqs:ReceiveMessage".into(),
-            body_contains: String::new(),
-            fault: Fault::AccessDenied,
-        }],
-        Duration::ZERO,
-    );
+    scene.refuse("sqs:ReceiveMessage", "");
     notified_until(&socket, "STATUS=queue-unreadable: cannot read the queue");
     let receives = || proxy.calls().iter().filter(|c| *c == "sqs:ReceiveMessage").count();
     let failed_so_far = receives();

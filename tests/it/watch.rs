@@ -137,7 +137,7 @@ pub(crate) async fn watched_estate() -> (
 
 /// `watch` of this queue for the groups, with a lease long enough that no slow call of the
 /// emulator costs the lease in a test that is not about it.
-pub(crate) fn watch_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+fn watch_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     watch_args_leased(url, "10s", extra)
 }
 
