@@ -24,7 +24,7 @@ pub const HEALTH_FILE_ENV: &str = "AZEVAC_HEALTH_FILE";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum State {
-    /// Checking its queue, journal and plan before its loop starts.
+    /// Checking its queue, journal and plan before its loop starts, then claiming its lease.
     Starting,
     /// Its loop turns: it holds the lease and reads its queue (or evacuates, or recovers), or
     /// stands by while another watcher holds the lease.
@@ -281,13 +281,13 @@ impl Beacon {
         self.lock().health.state
     }
 
-    /// The watcher's loop has started: `READY=1` (once), then a beat.
+    /// The watcher's checks at start passed and its loop starts: `READY=1`, then a beat. It is
+    /// still `starting` until its first claim of the lease (or, with `--dry-run`, its first
+    /// receive) answers.
     pub fn ready(&self, detail: &str) {
-        self.lock().ready = true;
         let status = {
             let mut inner = self.lock();
-            inner.health.state = State::Healthy;
-            inner.health.since = SystemTime::now();
+            inner.ready = true;
             inner.health.detail = detail.to_owned();
             status(&inner.health)
         };

@@ -226,7 +226,7 @@ impl Watch<'_> {
         // poll, not after it.
         let mut look_now = true;
         self.beacon.ready(match self.args.dry_run {
-            true => "started, changing nothing (--dry-run)",
+            true => "started: reading its queue, changing nothing (--dry-run)",
             false => "started: claiming the watcher's lease",
         });
         while !self.interrupt.requested() {

@@ -271,9 +271,10 @@ async fn issue_51_systemd_hears_ready_then_watchdog_beats_only_while_the_watcher
         "no beat before READY=1: {first:?}"
     );
     assert!(
-        first.iter().flatten().any(|l| l.starts_with("STATUS=healthy: ")),
+        first.iter().flatten().any(|l| l.starts_with("STATUS=starting: ")),
         "{first:?}"
     );
+    notified_until(&socket, "STATUS=healthy: holds the lease");
 
     // The queue cannot be read: the status says so, and no beat comes while it lasts (two turns).
     scene.refuse("sqs:ReceiveMessage", "");
