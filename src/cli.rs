@@ -235,6 +235,10 @@ pub enum Command {
     /// SQS queue, evacuate the zone an autoshift moves traffic away from, recover it in waves when
     /// the autoshift ends. One watcher acts per region (a lease in the journal); others stand by.
     Watch(Watch),
+    /// Whether `azevac watch` is healthy, from the file its --health-file writes (no AWS call): exit 0
+    /// healthy, 1 unhealthy or stalled (one line: the state, since when, what to do), 2 no readable
+    /// file. For container health checks.
+    Health(Health),
     /// Check, read-only, what an incident needs: credentials, region, the journal table, each type's
     /// read permissions, kube contexts, ARC; a checklist with a fix per failure (exit 1 on a failure).
     Doctor(Doctor),
@@ -800,6 +804,10 @@ pub struct Watch {
     /// How long one receive waits for a message (SQS long polling: 1s to 20s).
     #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_poll_wait)]
     pub poll_wait: std::time::Duration,
+    /// Write the watcher's health to this file (JSON, replaced atomically) at start and on every
+    /// turn of its loop, for `azevac health` (a container health check) to read.
+    #[arg(long, value_name = "PATH", env = "AZEVAC_HEALTH_FILE", hide_env_values = true)]
+    pub health_file: Option<std::path::PathBuf>,
     /// The evacuation's kind flags, as given (filled in by [`parse_from`]).
     #[arg(skip)]
     pub evacuate_options: crate::plugins::Options,
@@ -854,6 +862,29 @@ impl Watch {
             show_skipped: false,
         }
     }
+}
+
+/// `azevac health`.
+#[derive(Debug, Args)]
+pub struct Health {
+    /// The file `azevac watch --health-file` writes.
+    #[arg(long, value_name = "PATH", env = "AZEVAC_HEALTH_FILE", hide_env_values = true)]
+    pub health_file: Option<std::path::PathBuf>,
+    /// Unhealthy ("stalled") when the watcher's last beat is older than this (default: the bound
+    /// the watcher wrote in the file: its --operation-timeout, a third of its --lease or its
+    /// --poll-wait, and 30s; 4m10s with the defaults).
+    #[arg(long, value_name = "DURATION", value_parser = parse_stall_after)]
+    pub stall_after: Option<std::time::Duration>,
+}
+
+/// `--stall-after`: between 1 second and 1 day.
+fn parse_stall_after(text: &str) -> Result<std::time::Duration, String> {
+    duration_within(
+        text,
+        1..=86_400,
+        "5m",
+        "a watcher stalls after 1s to 1 day without a beat (e.g. 5m)",
+    )
 }
 
 /// `--resync`: between 10 seconds and 1 hour.

@@ -18,6 +18,7 @@ pub mod error;
 pub mod events;
 pub mod exposure;
 pub mod headroom;
+pub mod health;
 pub mod interrupt;
 pub mod journal;
 pub mod model;

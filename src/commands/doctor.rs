@@ -223,7 +223,8 @@ async fn watcher(ctx: &Context) -> Option<Check> {
         (true, _) if silent > lease + 30 => Check::warn(
             NAME,
             format!("{who} acts{following}, but has not heard from its queue for {silent}s"),
-            "check the watcher's log: it cannot read the queue (sqs:ReceiveMessage, the queue policy)",
+            "it cannot read its queue (azevac health where it runs: queue-unreadable): check that the queue exists \
+             and that the watcher's role may sqs:ReceiveMessage (its policy, the queue's, the key's)",
         ),
         (true, _) => Check::ok(NAME, format!("{who} acts{following}, and hears from its queue")),
         (false, Some(zone)) => Check::fail(

@@ -18,6 +18,7 @@ pub mod doctor;
 pub mod evacuate;
 pub mod exposure;
 pub mod fanout;
+pub mod health;
 pub mod init;
 pub mod recover;
 pub mod shift;
@@ -467,6 +468,8 @@ pub async fn run(cli: &cli::Cli) -> Result<i32> {
                 .map_err(|e| Error::BadInput(format!("cannot write the man page: {e}")))?;
             return Ok(EXIT_OK);
         }
+        // A container's health check, every 30 seconds: the watcher's file, no AWS call.
+        cli::Command::Health(args) => return health::run(args, cli.global.output),
         _ => {}
     }
     let mut ctx = Context::connect(&cli.global, cli.command.az_id()).await?;
@@ -482,6 +485,6 @@ pub async fn run(cli: &cli::Cli) -> Result<i32> {
         cli::Command::Doctor(args) => doctor::run(&ctx, args).await,
         cli::Command::Exposure(args) => exposure::run(&ctx, args).await,
         cli::Command::Watch(args) => watch::run(&ctx, args).await,
-        cli::Command::Completions { .. } | cli::Command::Man => Ok(EXIT_OK),
+        cli::Command::Completions { .. } | cli::Command::Man | cli::Command::Health(_) => Ok(EXIT_OK),
     }
 }

@@ -23,6 +23,7 @@ use crate::autoshift::arc::{self, Away};
 use crate::autoshift::event::{self, Change, Origin};
 use crate::autoshift::queue::{Message, Queue};
 use crate::cli;
+use crate::health::{Beacon, State};
 use crate::journal::{Claim, Journal, Watcher};
 use crate::notify::Notifier;
 use crate::text::clean;
@@ -35,8 +36,44 @@ const TICK: Duration = Duration::from_millis(250);
 /// How long the watcher waits before it reads the queue again after a receive failed.
 const RETRY: Duration = Duration::from_secs(5);
 
+/// Slack on [`stall_bound`] for the work of a turn between its calls.
+const STALL_SLACK: Duration = Duration::from_secs(30);
+
+/// The longest a watcher that is well goes between two beats of its health: one AWS call at its
+/// longest (`--operation-timeout`, the SDK's retries included: a claim, a receive, a renewal) and
+/// the longest wait of its loop (a standby looks at the lease, and a holder renews it while it
+/// evacuates or recovers, every third of `--lease`; a receive waits `--poll-wait`), and
+/// [`STALL_SLACK`]. `azevac health` calls a watcher stalled past it, and systemd's `WatchdogSec=`
+/// must exceed it.
+pub fn stall_bound(lease: Duration, operation_timeout: Duration, poll_wait: Duration) -> Duration {
+    operation_timeout + (lease / 3).max(poll_wait).max(RETRY) + STALL_SLACK
+}
+
 /// Run `azevac watch` until SIGTERM or Ctrl-C; returns the exit code.
 pub async fn run(ctx: &Context, args: &cli::Watch) -> Result<i32> {
+    let bound = stall_bound(ctx.lease, ctx.operation_timeout, args.poll_wait);
+    let beacon =
+        Arc::new(Beacon::start(args.health_file.clone(), &ctx.run_id, &ctx.region, bound).map_err(Error::BadInput)?);
+    if let Some(watchdog) = crate::health::watchdog() {
+        if watchdog <= bound {
+            crate::say!(
+                "azevac: warning: watch: systemd's WatchdogSec ({}) is not above the longest a healthy watcher goes \
+                 between beats ({}: --operation-timeout, a third of --lease or --poll-wait, and 30s): a slow call \
+                 may have a healthy watcher restarted; set WatchdogSec above it",
+                humantime::format_duration(watchdog),
+                humantime::format_duration(bound)
+            );
+        }
+    }
+    let ran = watch(ctx, args, &beacon).await;
+    match &ran {
+        Ok(_) => beacon.stopped("stopped on a signal"),
+        Err(e) => beacon.stopped(&format!("stopped at start: {}", super::describe(e))),
+    }
+    ran
+}
+
+async fn watch(ctx: &Context, args: &cli::Watch, beacon: &Arc<Beacon>) -> Result<i32> {
     // Everything that can be wrong with the input is said before the watcher starts: the queue,
     // the journal, the alarms of the recovery's waves.
     let queue = Queue::new(&ctx.sdk, &args.queue);
@@ -54,7 +91,9 @@ pub async fn run(ctx: &Context, args: &cli::Watch) -> Result<i32> {
     if let Some(gates) = gates {
         gates.check("--alarm", "--alarm-prefix").await?;
     }
+    beacon.beat();
     rehearse(ctx, args).await?;
+    beacon.beat();
     let caller = match ctx.identity().await {
         Ok((arn, _)) => arn.clone(),
         Err(_) => "unknown".to_owned(),
@@ -93,6 +132,7 @@ pub async fn run(ctx: &Context, args: &cli::Watch) -> Result<i32> {
         unfollowed: BTreeSet::new(),
         started_by: BTreeMap::new(),
         code: EXIT_OK,
+        beacon: Arc::clone(beacon),
     };
     watch.run().await;
     Ok(watch.code)
@@ -174,6 +214,8 @@ struct Watch<'a> {
     started_by: BTreeMap<String, String>,
     /// The exit code: an evacuation or recovery interrupted by a signal ends the watcher with its code.
     code: i32,
+    /// Its health, for the platform that runs it (the health file, systemd).
+    beacon: Arc<Beacon>,
 }
 
 impl Watch<'_> {
@@ -183,10 +225,17 @@ impl Watch<'_> {
         // Set at the start and when the lease was just taken: ARC is read before the first long
         // poll, not after it.
         let mut look_now = true;
+        self.beacon.ready(match self.args.dry_run {
+            true => "started: reading its queue, changing nothing (--dry-run)",
+            false => "started: claiming the watcher's lease",
+        });
         while !self.interrupt.requested() {
+            self.beacon.beat();
             if !self.args.dry_run && !self.holds() {
                 if let Some(lost) = self.leader.take() {
+                    let why = lost.why_lost();
                     lost.stop();
+                    self.beacon.set(State::LeaseLost, &why);
                     // The zone followed is the lease item's to say from now on, not this memory's.
                     self.me.following = None;
                     self.me.acting = None;
@@ -213,7 +262,14 @@ impl Watch<'_> {
                             (None, Some(zone)) => format!("holds the lease, following {zone}"),
                             (None, None) => "holds the lease".to_owned(),
                         };
-                        self.leader = Some(Leadership::start(&self.ctx.journal, held, self.ctx.lease, asked));
+                        self.beacon.set(State::Healthy, &what);
+                        self.leader = Some(Leadership::start(
+                            &self.ctx.journal,
+                            held,
+                            self.ctx.lease,
+                            asked,
+                            &self.beacon,
+                        ));
                         self.decide("lease_held", what, vec![]).await;
                         next_resync = Instant::now();
                         look_now = true;
@@ -227,14 +283,20 @@ impl Watch<'_> {
                             );
                             standing_by_for = Some(other.holder.clone());
                         }
+                        self.beacon.set(
+                            State::Healthy,
+                            &format!(
+                                "standing by: watcher {} ({}) holds the lease",
+                                other.holder, other.caller
+                            ),
+                        );
                         self.pause(self.ctx.lease / 3).await;
                         continue;
                     }
                     Err(e) => {
-                        crate::say!(
-                            "azevac: warning: watch: cannot claim the watcher's lease: {}",
-                            crate::report::clean(&super::describe(&e))
-                        );
+                        let why = format!("cannot claim the watcher's lease: {}", super::describe(&e));
+                        crate::say!("azevac: warning: watch: {}", crate::report::clean(&why));
+                        self.beacon.set(State::LeaseLost, &why);
                         self.pause(self.ctx.lease / 3).await;
                         continue;
                     }
@@ -290,16 +352,19 @@ impl Watch<'_> {
         let messages = match received {
             Ok(messages) => messages,
             Err(e) => {
-                crate::say!(
-                    "azevac: warning: watch: cannot read the queue: {}; trying again",
-                    crate::report::clean(&super::describe(&e))
-                );
+                let why = format!("cannot read the queue: {}", super::describe(&e));
+                crate::say!("azevac: warning: watch: {}; trying again", crate::report::clean(&why));
+                self.beacon.set(State::QueueUnreadable, &why);
                 self.pause(RETRY).await;
                 return Some(false);
             }
         };
         self.me.heard_at = Some(now());
         self.share();
+        // Only while it may act: a lease lost during the receive is the next turn's to say.
+        if self.holds() {
+            self.beacon.set(State::Healthy, &self.reading());
+        }
         let mut wake = false;
         for message in messages {
             wake |= self.judge(&message).await;
@@ -316,8 +381,21 @@ impl Watch<'_> {
                     crate::report::clean(&super::describe(&e))
                 );
             }
+            self.beacon.beat();
         }
         Some(wake)
+    }
+
+    /// What a watcher that reads its queue is doing, for its health.
+    fn reading(&self) -> String {
+        let following = match &self.me.following {
+            Some(zone) => format!(", following {zone}"),
+            None => String::new(),
+        };
+        match self.args.dry_run {
+            true => "reads its queue, changing nothing (--dry-run)".to_owned(),
+            false => format!("holds the lease{following}; reads its queue"),
+        }
     }
 
     /// Hand what the lease item says (heard, following, acting) to the next renewal.
@@ -655,6 +733,15 @@ impl Watch<'_> {
                 leader.unguard();
             }
         }
+        if let Some(what) = &what {
+            if self.beacon.state() == State::Healthy {
+                let detail = match self.args.dry_run {
+                    true => format!("{what}, changing nothing (--dry-run)"),
+                    false => format!("holds the lease; {what}"),
+                };
+                self.beacon.set(State::Healthy, &detail);
+            }
+        }
         self.me.acting = what;
         self.share();
     }
@@ -812,6 +899,11 @@ struct LeaseState {
     lost: AtomicBool,
     /// The interrupt of the run the watcher carries out now, stopped once the lease is lost.
     run: Mutex<Option<crate::interrupt::Interrupt>>,
+    /// The last renewal's error, until one succeeds: why the lease was lost, if it is.
+    failed: Mutex<Option<String>>,
+    /// The watcher's health: a renewal while a run is in flight is its beat (the loop does not
+    /// turn meanwhile), and a lease lost is said at once.
+    beacon: Arc<Beacon>,
 }
 
 impl LeaseState {
@@ -826,6 +918,10 @@ impl LeaseState {
         match self.journal.renew_watch(&item, self.lease).await {
             Ok(true) => {
                 *self.until.lock().unwrap_or_else(|e| e.into_inner()) = asked + self.lease;
+                *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                if self.run.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
+                    self.beacon.beat();
+                }
                 true
             }
             Ok(false) => {
@@ -834,12 +930,22 @@ impl LeaseState {
             }
             Err(e) => {
                 // The lease runs out on its own if this goes on: the watcher then stops acting.
-                crate::say!(
-                    "azevac: warning: watch: cannot renew the watcher's lease: {}",
-                    crate::report::clean(&super::describe(&e))
-                );
+                let why = format!("cannot renew the watcher's lease: {}", super::describe(&e));
+                crate::say!("azevac: warning: watch: {}", crate::report::clean(&why));
+                *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
                 false
             }
+        }
+    }
+
+    /// Why the lease is no longer this watcher's to act under, in one line.
+    fn why_lost(&self) -> String {
+        if self.lost.load(Ordering::SeqCst) {
+            return "lease lost: another watcher took it over (this one's renewals had not landed in time)".to_owned();
+        }
+        match self.failed.lock().unwrap_or_else(|e| e.into_inner()).as_deref() {
+            Some(why) => format!("lease lost: not renewed in time ({why})"),
+            None => "lease lost: not renewed in time".to_owned(),
         }
     }
 
@@ -889,6 +995,9 @@ impl LeaseState {
                 }
             }
             if !self.holds() {
+                if self.beacon.state() != State::LeaseLost {
+                    self.beacon.set(State::LeaseLost, &self.why_lost());
+                }
                 self.stop_run();
                 if self.lost.load(Ordering::SeqCst) {
                     return;
@@ -900,7 +1009,7 @@ impl LeaseState {
 
 impl Leadership {
     /// The lease `held`, claimed by a call sent at `asked`.
-    fn start(journal: &Journal, held: Watcher, lease: Duration, asked: Instant) -> Leadership {
+    fn start(journal: &Journal, held: Watcher, lease: Duration, asked: Instant, beacon: &Arc<Beacon>) -> Leadership {
         let state = Arc::new(LeaseState {
             journal: journal.clone(),
             lease,
@@ -909,6 +1018,8 @@ impl Leadership {
             until: Mutex::new(asked + lease),
             lost: AtomicBool::new(false),
             run: Mutex::new(None),
+            failed: Mutex::new(None),
+            beacon: Arc::clone(beacon),
         });
         let beating = Arc::clone(&state);
         let heartbeat = tokio::spawn(async move { beating.beat().await });
@@ -919,6 +1030,11 @@ impl Leadership {
     /// stops acting (a standby takes over only a quarter of a lease after it ran out).
     fn holds(&self) -> bool {
         self.state.holds()
+    }
+
+    /// Why the lease was lost, in one line.
+    fn why_lost(&self) -> String {
+        self.state.why_lost()
     }
 
     /// The run guarded is over: a later loss of the lease has nothing to stop.

@@ -24,6 +24,7 @@ mod events;
 mod exposure;
 mod hardening;
 mod headroom;
+mod health;
 mod interleave;
 mod karpenter;
 mod lease;

@@ -7,6 +7,7 @@
 use crate::common;
 
 use azevac::cli::{Cli, Command, Shift};
+use azevac::health::{Health, State};
 use azevac::model::{Fleet, Plan, Request};
 use azevac::plugins::zonal_shift::parse_expires_in;
 use azevac::topology::{Zone, Zones};
@@ -86,6 +87,11 @@ fn word() -> impl Strategy<Value = String> {
         "arn:aws:iam::{account}:role/x",
         "--external-id",
         "--account-concurrency",
+        "health",
+        "--health-file",
+        "--stall-after",
+        "90s",
+        "2d",
     ];
     prop_oneof![
         3 => proptest::sample::select(words.to_vec()).prop_map(str::to_owned),
@@ -352,6 +358,80 @@ fn round_trips_plan(plan: &Plan) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// A health file as `azevac watch` writes it, with any text in it.
+fn health_file() -> impl Strategy<Value = Health> {
+    let state = proptest::sample::select(State::ALL.to_vec());
+    // RFC 3339 reaches the year 9999.
+    let at = (0u64..253_402_300_799).prop_map(|s| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s));
+    (
+        state,
+        at.clone(),
+        at,
+        any::<String>(),
+        any::<String>(),
+        any::<u32>(),
+        any::<String>(),
+        any::<u64>(),
+    )
+        .prop_map(
+            |(state, since, beat_at, detail, run_id, pid, region, stall_after_seconds)| Health {
+                state,
+                since,
+                beat_at,
+                detail,
+                run_id,
+                pid,
+                region,
+                stall_after_seconds,
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    /// Whatever a watcher writes reads back the same.
+    #[test]
+    fn health_files_round_trip(health in health_file()) {
+        prop_assert_eq!(Health::parse(&health.to_text()), Ok(health));
+    }
+
+    /// Any text is a health file or one line that says it is not one; and a verdict on what parsed
+    /// is one line with nothing in it that could rewrite the screen.
+    #[test]
+    fn health_files_parse_or_say_why_and_the_verdict_is_one_clean_line(
+        text in prop_oneof![
+            any::<String>(),
+            health_file().prop_map(|h| h.to_text()),
+            // A real file, cut or with one byte changed: what a torn write or a stray edit leaves.
+            (health_file(), any::<usize>(), any::<char>()).prop_map(|(h, at, c)| {
+                let mut text: Vec<char> = h.to_text().chars().collect();
+                let at = at % text.len();
+                text[at] = c;
+                text.into_iter().collect()
+            }),
+            (health_file(), any::<usize>()).prop_map(|(h, at)| h.to_text().chars().take(at % 200).collect()),
+        ],
+        after in 0u64..100_000,
+        stall in 1u64..86_400,
+    ) {
+        match Health::parse(&text) {
+            Ok(health) => {
+                let now = health.beat_at + std::time::Duration::from_secs(after);
+                let (passes, line) = health.judge(now, std::time::Duration::from_secs(stall));
+                prop_assert!(!line.chars().any(char::is_control), "{line:?}");
+                prop_assert!(line.starts_with("azevac: health: "), "{line}");
+                prop_assert_eq!(passes, health.state.passes() && after <= stall, "{}", line);
+                prop_assert!(passes || line.contains(": ") && !line.ends_with(": "), "what to do: {}", line);
+            }
+            Err(e) => prop_assert!(
+                !e.contains('\n') && e.starts_with("not a health file of azevac watch"),
+                "{e}"
+            ),
+        }
+    }
+}
+
 /// The bounds each flag documents, on a command line clap accepted; and its request round-trips
 /// and, within this account, passes the engine's own check as it is.
 fn within_bounds(cli: &Cli) -> Result<(), TestCaseError> {
@@ -360,6 +440,12 @@ fn within_bounds(cli: &Cli) -> Result<(), TestCaseError> {
     let seconds = |from: u64, to: u64| std::time::Duration::from_secs(from)..=std::time::Duration::from_secs(to);
     prop_assert!(seconds(2, 3600).contains(&g.lease), "--lease {:?}", g.lease);
     prop_assert!(seconds(1, 3600).contains(&g.attempt_timeout) && seconds(1, 3600).contains(&g.operation_timeout));
+    if let Command::Health(args) = &cli.command {
+        prop_assert!(
+            args.stall_after.is_none_or(|s| seconds(1, 86_400).contains(&s)),
+            "{args:?}"
+        );
+    }
     let request = match &cli.command {
         Command::Evacuate(args) => args.request(),
         Command::Recover(args) => args.request(),

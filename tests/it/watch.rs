@@ -94,7 +94,7 @@ async fn lease(sdk: &aws_config::SdkConfig) -> Option<BTreeMap<String, String>> 
 }
 
 /// Wait until `check` holds (polling the emulator), or fail saying `what`.
-async fn eventually<F, Fut>(what: &str, mut check: F)
+pub(crate) async fn eventually<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -118,7 +118,7 @@ pub(crate) fn terminate(child: &std::process::Child) {
 
 /// The estate seeded in moto behind the proxy, the journal created, the queue: what a watcher
 /// test starts from (with the groups as they were).
-async fn watched_estate() -> (
+pub(crate) async fn watched_estate() -> (
     common::Moto,
     Proxy,
     aws_config::SdkConfig,
@@ -142,7 +142,7 @@ fn watch_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 }
 
 /// [`watch_args`] with this lease: a short one where a test waits for it to run out.
-fn watch_args_leased<'a>(url: &'a str, lease: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+pub(crate) fn watch_args_leased<'a>(url: &'a str, lease: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "watch",
         "--queue",
@@ -160,7 +160,7 @@ fn watch_args_leased<'a>(url: &'a str, lease: &'a str, extra: &[&'a str]) -> Vec
 
 /// Wait until the watcher has taken its first look at ARC and gone on to its queue: an autoshift
 /// set after this is found through its event.
-async fn first_look_done(proxy: &Proxy) {
+pub(crate) async fn first_look_done(proxy: &Proxy) {
     eventually("the watcher's first look at ARC is over", || async {
         let calls = proxy.calls();
         calls
@@ -192,7 +192,7 @@ async fn autoshift_ends(proxy: &Proxy, sdk: &aws_config::SdkConfig, url: &str, i
 }
 
 /// Lines until `text`, joined, for the assertions on what was said.
-fn said(lines: &Receiver<String>, text: &str) -> String {
+pub(crate) fn said(lines: &Receiver<String>, text: &str) -> String {
     until(lines, text).join("\n")
 }
 

@@ -173,7 +173,16 @@ async fn issue_33_a_recovery_in_waves_puts_everything_back_a_wave_at_a_time_behi
 
 /// Start a recovery in waves with stderr read line by line; returns the child and its lines.
 pub(crate) fn spawn(proxy: &Proxy, args: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
-    let mut child = common::command(&proxy.endpoint, args, &[])
+    spawn_with(proxy, args, &[])
+}
+
+/// [`spawn`] with `env` on top (a value of `None` removes the variable).
+pub(crate) fn spawn_with(
+    proxy: &Proxy,
+    args: &[&str],
+    env: &[(&str, Option<&str>)],
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = common::command(&proxy.endpoint, args, env)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
