@@ -337,6 +337,27 @@ async fn issue_33_on_alarm_evacuate_takes_the_last_wave_back_out_of_the_zone() {
     assert_eq!(run.locks, 0);
 }
 
+/// `recover ARGS --wait-timeout 2s --yes` at `endpoint` while an alarm it is gated on is not OK: the
+/// first wave (`wave`, e.g. `wave 1/2`) waits for it, then the run stops (exit 1) naming it (`alarm`,
+/// e.g. `name (ALARM`).
+fn held(endpoint: &str, args: &[&str], wave: &str, alarm: &str) {
+    let mut all = vec!["recover"];
+    all.extend(args);
+    all.extend(["--wait-timeout", "2s", "--yes"]);
+    let held = azevac_at(endpoint, &all, &[]).expect_code(1);
+    assert!(
+        held.stderr.contains(&format!("{wave} waits for the alarms to be OK")),
+        "{}",
+        held.stderr
+    );
+    assert!(
+        held.stderr
+            .contains(&format!("recovery stopped: before {wave}, after waiting 2s: {alarm}")),
+        "{}",
+        held.stderr
+    );
+}
+
 #[tokio::test]
 async fn issue_33_a_wave_waits_for_its_alarms_and_an_unknown_alarm_is_refused() {
     let moto = Moto::start();
@@ -372,31 +393,11 @@ async fn issue_33_a_wave_waits_for_its_alarms_and_an_unknown_alarm_is_refused() 
     );
 
     // In ALARM before the first wave: it waits, then stops at --wait-timeout with nothing changed.
-    let held = azevac_at(
+    held(
         &proxy.endpoint,
-        &[
-            "recover",
-            "--waves",
-            "1",
-            "--alarm-prefix",
-            "checkout-",
-            "--wait-timeout",
-            "2s",
-            "--yes",
-        ],
-        &[],
-    )
-    .expect_code(1);
-    assert!(
-        held.stderr.contains("wave 1/2 waits for the alarms to be OK"),
-        "{}",
-        held.stderr
-    );
-    assert!(
-        held.stderr
-            .contains("recovery stopped: before wave 1/2, after waiting 2s: checkout-p99 (ALARM"),
-        "{}",
-        held.stderr
+        &["--waves", "1", "--alarm-prefix", "checkout-"],
+        "wave 1/2",
+        "checkout-p99 (ALARM",
     );
     assert_eq!(journal_items(&sdk).await.len(), 8, "nothing recovered");
 
@@ -659,35 +660,21 @@ async fn issue_50_a_recovery_in_waves_straight_at_the_emulator_reads_its_alarms(
     azevac_at(&moto.endpoint, &["evacuate", "--az-id", ZONE, "--yes"], &[]).expect_code(0);
     alarm(&sdk, "checkout-5xx", StateValue::Alarm).await;
 
-    let held = azevac_at(
+    let gate = [
+        "--az-id",
+        ZONE,
+        "--waves",
+        "1,4",
+        "--bake",
+        "3s",
+        "--alarm",
+        "checkout-5xx",
+    ];
+    held(
         &moto.endpoint,
-        &[
-            "recover",
-            "--az-id",
-            ZONE,
-            "--waves",
-            "1,4",
-            "--bake",
-            "3s",
-            "--alarm",
-            "checkout-5xx",
-            "--wait-timeout",
-            "2s",
-            "--yes",
-        ],
-        &[],
-    )
-    .expect_code(1);
-    assert!(
-        held.stderr.contains("wave 1/3 waits for the alarms to be OK"),
-        "{}",
-        held.stderr
-    );
-    assert!(
-        held.stderr
-            .contains("recovery stopped: before wave 1/3, after waiting 2s: checkout-5xx (ALARM: set by the test)"),
-        "{}",
-        held.stderr
+        &gate,
+        "wave 1/3",
+        "checkout-5xx (ALARM: set by the test)",
     );
     assert_eq!(journal_items(&sdk).await.len(), 8, "nothing put back");
 
