@@ -55,6 +55,7 @@ WARM_UP = [
     ("sqs", "list_queues", {}),
     ("organizations", "list_roots", {}),
     ("batch", "describe_compute_environments", {}),
+    ("cloudwatch", "describe_alarms", {}),
 ]
 
 

@@ -1,5 +1,6 @@
-"""moto_server with five fixes, and three that make the services of issue 34's kinds closer to AWS (below). Three
-of the five are to DynamoDB: a TransactWriteItems backs up the items it touches, not
+"""moto_server with five fixes, three that make the services of issue 34's kinds closer to AWS, and one that
+answers CloudWatch in the protocol the SDKs speak to it (below); each fix that changes what moto answers names
+the AWS page it follows. Three of the five are to DynamoDB: a TransactWriteItems backs up the items it touches, not
 the tables; an item already in DynamoDB's wire format is answered as it is, not walked member by member; and
 each condition of a transaction is parsed once, not twice. The fourth is to the dispatcher: the service a host
 name goes to is found once, not for every request. The fifth is to the server: it logs no line per request.
@@ -13,7 +14,9 @@ transaction and replaces only its backup: before the transaction runs, each item
 copied, and the table copies moto asks for are the live tables themselves. If the transaction is cancelled,
 the named items are put back as they were and the stream records added since it began are dropped. A
 transaction can change no item other than those it names, so that is the state the whole-table copy
-restored, at O(n).
+restored, at O(n). (AWS: "Amazon DynamoDB Transactions: How it works", DynamoDB Developer Guide,
+https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html: TransactWriteItems is
+all or nothing, and its "Isolation levels" section makes a transaction serializable with the other writes.)
 
 It is also closer to DynamoDB in one way: moto serves requests on several threads, and restoring a whole
 table copy also undid the writes other requests had made meanwhile to items the transaction does not name.
@@ -45,7 +48,10 @@ when the environment's allocation strategy is BEST_FIT (the default) or its serv
 AWSServiceRoleForBatch service-linked role (the message is ours); a subnet that does not exist is refused;
 and DescribeComputeEnvironments reports the update policy (AWS's defaults: terminateJobsOnUpdate false,
 jobExecutionTimeoutMinutes 30, or what an update set) and BEST_FIT where no allocation
-strategy was given.
+strategy was given. (AWS: Batch API Reference, ComputeResourceUpdate,
+https://docs.aws.amazon.com/batch/latest/APIReference/API_ComputeResourceUpdate.html, and UpdateComputeEnvironment,
+https://docs.aws.amazon.com/goto/WebAPI/batch/UpdateComputeEnvironment; AWS Batch User Guide, "Perform
+infrastructure updates", https://docs.aws.amazon.com/batch/latest/userguide/infrastructure-updates.html.)
 Besides these, moto's interface VPC endpoints are made closer to EC2 (`_endpoint_interfaces_as_ec2`, for
 `--type vpc-endpoint`): moto 5.2.5 gives an endpoint's network interfaces an address outside their subnet,
 and its ModifyVpcEndpoint changes the subnet list alone (no interface is made for an added subnet nor deleted
@@ -55,10 +61,25 @@ one requester-managed interface of type `vpc_endpoint` with an address of the su
 free one; an address asked for that another interface holds is refused (`InvalidIPAddress.InUse`), one
 outside the subnet too (`InvalidParameterValue`), before anything changes. (EC2 also keeps a changed
 endpoint `pending` for a while; moto's stays `available`: azevac's wait for it is unit-tested instead.)
+(AWS: EC2 API Reference, ModifyVpcEndpoint, and SubnetConfiguration,
+https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_SubnetConfiguration.html: an address asked for in a
+subnet replaces the endpoint's network interface there with one holding that address.)
 And moto's EventBridge Scheduler (issue 34), `_scheduler_update_replaces_the_schedule`: closer to the service. AWS's
 UpdateSchedule replaces the whole schedule, every optional field left out reset to its default; moto 5.x's
 keeps the ActionAfterCompletion it had (its update never reads the field) and sets State to nothing where AWS
 enables the schedule. A caller that dropped either would pass against moto and reset the schedule on AWS.
+(AWS: EventBridge Scheduler API Reference, UpdateSchedule: "if you do not set an optional field in your
+request, that field will be set to its system-default value after the update".)
+
+And CloudWatch speaks Smithy RPC v2 CBOR (`_cloudwatch_speaks_cbor`): the SDK for Rust calls CloudWatch with the
+protocol first in its model, `POST /service/GraniteServiceVersion20100801/operation/OP` with a CBOR body and the
+header `smithy-protocol: rpc-v2-cbor` (and so do azevac's `--alarm`, `--alarm-prefix` and `--pace-alarm`), and moto
+5.2.5 reads CloudWatch's JSON and query protocols only (getmoto/moto#9195), so such a call found no route. The fix
+hands it to moto as the JSON protocol's call, and moto's JSON answer, an error too, back as CBOR; the alarms and
+metrics are moto's own. (AWS: the protocol is Smithy's "Smithy RPC v2 CBOR protocol",
+https://smithy.io/2.0/additional-specs/protocols/smithy-rpc-v2.html, which AWS's pages on the protocols its
+services support link to; a timestamp is CBOR's tag 1, epoch seconds; an error is a map with `__type`.) The tests'
+proxy (tests/it/common/cbor.rs) bridges the same way for the calls it sees.
 
 Run with the emulator's Python: .venv-moto/bin/python scripts/moto_server.py -H 127.0.0.1 -p 5000
 Set AZEVAC_MOTO_UNFIXED=1 to serve moto unchanged, without any fix (the benchmark reports both).
@@ -100,7 +121,8 @@ def _item_key(table, op_type, op):
 
 
 class _ItemBackup:
-    """The items one transaction names, as they were before it ran, and how to put them back."""
+    """The items one transaction names, as they were before it ran, and how to put them back: all or nothing, as
+    "Amazon DynamoDB Transactions: How it works" (DynamoDB Developer Guide) says of TransactWriteItems."""
 
     def __init__(self, backend, transact_items):
         self.items = {}  # (table name, hash, range) -> (table, the item's copy or None)
@@ -266,10 +288,12 @@ def apply_fix() -> None:
     _batch_updates_apply()
     _endpoint_interfaces_as_ec2()
     _scheduler_update_replaces_the_schedule()
+    _cloudwatch_speaks_cbor()
 
 
 def _endpoint_interfaces_as_ec2():
-    """Interface endpoints' network interfaces as EC2 keeps them (see the module's docstring)."""
+    """Interface endpoints' network interfaces as EC2 keeps them (see the module's docstring; AWS: EC2 API
+    Reference, ModifyVpcEndpoint and SubnetConfiguration)."""
     from moto.ec2.exceptions import EC2ClientError
     from moto.ec2.responses.vpcs import VPCs
 
@@ -391,7 +415,8 @@ def _endpoint_interfaces_as_ec2():
 def _scheduler_update_replaces_the_schedule():
     """moto's UpdateSchedule sets every field it reads from the request, left out or not, but it does not read
     ActionAfterCompletion (the schedule keeps the old one) and stores a missing State as nothing. AWS resets
-    both to their defaults: ActionAfterCompletion as CreateSchedule leaves it when not given, State ENABLED."""
+    both to their defaults: ActionAfterCompletion as CreateSchedule leaves it when not given, State ENABLED
+    (AWS: EventBridge Scheduler API Reference, UpdateSchedule)."""
     from moto.scheduler.responses import EventBridgeSchedulerResponse
 
     update = EventBridgeSchedulerResponse.update_schedule
@@ -405,6 +430,131 @@ def _scheduler_update_replaces_the_schedule():
         return answer
 
     EventBridgeSchedulerResponse.update_schedule = update_schedule
+
+
+# The services whose SDKs speak Smithy RPC v2 CBOR to moto, by the service name in the path (which is also
+# their JSON protocol's X-Amz-Target prefix), and their botocore model.
+_RPC_V2_CBOR_SERVICES = {"GraniteServiceVersion20100801": "cloudwatch"}
+
+
+def _cloudwatch_speaks_cbor():
+    """CloudWatch answered in Smithy RPC v2 CBOR (see the module's docstring): moto 5.2.5 reads CloudWatch's JSON
+    and query protocols only (getmoto/moto#9195), and the SDK for Rust speaks the first protocol of the service's
+    model, CBOR (boto3 prefers the JSON protocol, which moto reads). A request `POST /service/SERVICE/operation/OP`
+    with the header `smithy-protocol: rpc-v2-cbor` is handed to moto as the JSON protocol's `POST /` with
+    `X-Amz-Target: SERVICE.OP` and the same input as JSON (a timestamp, CBOR's tag 1, as epoch seconds; bytes as
+    base64). moto's JSON answer, an error too (`__type` and `message`), goes back as CBOR, with the header
+    `smithy-protocol: rpc-v2-cbor`: each member as its shape in the service's model says (a timestamp as tag 1, a
+    double as a float, a blob as bytes), a member moto answers null left out. Nothing else changes: the alarms are
+    moto's own, and what moto answers in JSON is what the SDK reads. (AWS: Smithy's "Smithy RPC v2 CBOR protocol",
+    https://smithy.io/2.0/additional-specs/protocols/smithy-rpc-v2.html.)"""
+    import base64
+    import datetime
+    import io
+
+    import cbor2
+    from botocore.utils import parse_timestamp
+    from moto.core.utils import get_service_model
+
+    def output_shape(service, operation):
+        # The botocore model moto itself answers from (loaded once, and kept).
+        try:
+            return get_service_model(_RPC_V2_CBOR_SERVICES[service]).operation_model(operation).output_shape
+        except Exception:  # an operation the model lacks: moto answers it (an error), sent as it is
+            return None
+
+    def as_json(value):
+        """A decoded CBOR input as the JSON protocol writes it."""
+        if isinstance(value, dict):
+            return {k: as_json(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [as_json(v) for v in value]
+        if isinstance(value, datetime.datetime):
+            return value.timestamp()
+        if isinstance(value, (bytes, bytearray)):
+            return base64.b64encode(value).decode()
+        if isinstance(value, cbor2.CBORTag):
+            return as_json(value.value)
+        if value is cbor2.undefined:
+            return None
+        return value
+
+    def as_cbor(value, shape):
+        """A JSON answer's value as the protocol writes it in CBOR, by its shape (none: as it is)."""
+        kind = shape.type_name if shape is not None else None
+        if isinstance(value, dict) and kind == "structure":
+            return {k: as_cbor(v, shape.members.get(k)) for k, v in value.items() if v is not None}
+        if isinstance(value, dict):
+            inner = shape.value if kind == "map" else None
+            return {k: as_cbor(v, inner) for k, v in value.items()}
+        if isinstance(value, list):
+            return [as_cbor(v, shape.member if kind == "list" else None) for v in value]
+        if kind == "timestamp" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return cbor2.CBORTag(1, value)
+        if kind == "timestamp" and isinstance(value, str):
+            return cbor2.CBORTag(1, parse_timestamp(value).timestamp())
+        if kind in ("double", "float") and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if kind == "blob" and isinstance(value, str):
+            return base64.b64decode(value)
+        return value
+
+    dispatch = DomainDispatcherApplication.__call__
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        parts = path.split("/")
+        if (
+            environ.get("HTTP_SMITHY_PROTOCOL") != "rpc-v2-cbor"
+            or len(parts) != 5
+            or parts[:2] != ["", "service"]
+            or parts[3] != "operation"
+            or parts[2] not in _RPC_V2_CBOR_SERVICES
+        ):
+            return dispatch(self, environ, start_response)
+        service, operation = parts[2], parts[4]
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        document = as_json(cbor2.loads(body)) if body else {}
+        text = json.dumps(document).encode()
+        environ = dict(environ)
+        environ.update({
+            "PATH_INFO": "/",
+            "CONTENT_TYPE": "application/x-amz-json-1.0",
+            "CONTENT_LENGTH": str(len(text)),
+            "HTTP_X_AMZ_TARGET": f"{service}.{operation}",
+            "wsgi.input": io.BytesIO(text),
+        })
+        answered = {}
+
+        def capture(status, headers, exc_info=None):
+            answered["status"], answered["headers"] = status, headers
+            return lambda data: answered.setdefault("written", []).append(data)
+
+        chunks = dispatch(self, environ, capture)
+        try:
+            answer = b"".join(answered.get("written", [])) + b"".join(chunks)
+        finally:
+            if hasattr(chunks, "close"):
+                chunks.close()
+        try:
+            document = json.loads(answer) if answer.strip() else {}
+        except ValueError:
+            # Not JSON (moto could not route the call): passed on as moto answered it.
+            start_response(answered["status"], answered["headers"])
+            return [answer]
+        error = int(answered["status"].split()[0]) >= 400
+        encoded = cbor2.dumps(as_cbor(document, None if error else output_shape(service, operation)))
+        headers = [(k, v) for k, v in answered["headers"] if k.lower() not in ("content-type", "content-length")]
+        headers += [
+            ("Content-Type", "application/cbor"),
+            ("Content-Length", str(len(encoded))),
+            ("smithy-protocol", "rpc-v2-cbor"),
+        ]
+        start_response(answered["status"], headers)
+        return [encoded]
+
+    DomainDispatcherApplication.__call__ = __call__
 
 
 def _iam_checked_except_for_the_tests_own_key():
@@ -529,7 +679,9 @@ _BATCH_DEFAULT_UPDATE_POLICY = {"terminateJobsOnUpdate": False, "jobExecutionTim
 
 
 def _batch_updates_apply():
-    """UpdateComputeEnvironment applies its computeResources and updatePolicy (see the module's docstring)."""
+    """UpdateComputeEnvironment applies its computeResources and updatePolicy (see the module's docstring; AWS:
+    Batch API Reference, ComputeResourceUpdate and UpdateComputeEnvironment; AWS Batch User Guide, "Perform
+    infrastructure updates")."""
     backend = batch_models.BatchBackend
     moto_update = backend.update_compute_environment
     moto_describe = backend.describe_compute_environments

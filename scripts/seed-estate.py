@@ -220,6 +220,7 @@ def seed(spec):
                 request["tags"] = environment["tags"]
             batch.create_compute_environment(**request)
     seed_events(session, spec, subnets, security_groups)
+    seed_alarms(session, spec)
     return subnets
 
 
@@ -326,6 +327,24 @@ def seed_events(session, spec, subnets, security_groups):
             )
 
 
+def seed_alarms(session, spec):
+    """CloudWatch alarms, each on a load balancer's 5XX count, its state set by hand, as
+    tests/it/common/estate.rs seeds them (the reason: its SEEDED)."""
+    cloudwatch = session.client("cloudwatch")
+    for alarm in spec.get("alarms", []):
+        cloudwatch.put_metric_alarm(
+            AlarmName=alarm["name"],
+            Namespace="AWS/ApplicationELB",
+            MetricName="HTTPCode_Target_5XX_Count",
+            Statistic="Sum",
+            Period=60,
+            EvaluationPeriods=1,
+            Threshold=1.0,
+            ComparisonOperator="GreaterThanThreshold",
+        )
+        cloudwatch.set_alarm_state(AlarmName=alarm["name"], StateValue=alarm["state"], StateReason="seeded")
+
+
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else "fixtures/sample-estate.json"
     if not os.environ.get("AWS_ENDPOINT_URL"):
@@ -339,7 +358,8 @@ def main():
         f"{len(spec.get('auto_scaling_groups', []))} Auto Scaling groups, {len(spec.get('ecs_services', []))} ECS "
         f"services, {len(spec.get('lambda_functions', []))} Lambda functions, "
         f"{len(spec.get('batch_compute_environments', []))} Batch compute environments, "
-        f"{len(spec.get('vpc_endpoints', []))} VPC endpoints from {path}",
+        f"{len(spec.get('vpc_endpoints', []))} VPC endpoints, {len(spec.get('alarms', []))} CloudWatch alarms "
+        f"from {path}",
         file=sys.stderr,
     )
 

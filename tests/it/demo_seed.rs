@@ -2,7 +2,7 @@
 //! builds nothing but azevac; the tests seed with the Rust SDK (tests/it/common/estate.rs). Both must
 //! create the same estate from the same spec: seeded into two emulators, the estates compare equal
 //! once the emulators' random IDs are replaced by what they name (NAT gateways and route tables
-//! included).
+//! included), and so do their CloudWatch alarms (read with the SDK's CBOR, which the emulator answers).
 
 use crate::common;
 
@@ -283,6 +283,35 @@ async fn the_demo_seeder_creates_the_estate_the_tests_seed() {
     let expected_events = events_named(&rust_sdk, &rust_names).await;
     assert!(expected_events.len() >= 2, "{expected_events:?}");
     assert_eq!(events_named(&python_sdk, &python_names).await, expected_events);
+    let expected_alarms = alarms(&rust_sdk).await;
+    assert_eq!(expected_alarms.len(), spec.alarms.len(), "{expected_alarms:?}");
+    assert_eq!(alarms(&python_sdk).await, expected_alarms);
+}
+
+/// Each alarm by name: its metric, threshold, state and the reason for it.
+async fn alarms(sdk: &aws_config::SdkConfig) -> BTreeMap<String, String> {
+    let described = aws_sdk_cloudwatch::Client::new(sdk)
+        .describe_alarms()
+        .send()
+        .await
+        .expect("DescribeAlarms");
+    described
+        .metric_alarms()
+        .iter()
+        .map(|a| {
+            let metric = format!(
+                "{}/{} {:?} {:?} {:?}: {:?} ({})",
+                a.namespace().unwrap_or_default(),
+                a.metric_name().unwrap_or_default(),
+                a.comparison_operator(),
+                a.threshold(),
+                a.period(),
+                a.state_value(),
+                a.state_reason().unwrap_or_default()
+            );
+            (a.alarm_name().unwrap_or_default().to_owned(), metric)
+        })
+        .collect()
 }
 
 /// The ECS rule targets and schedules (issue 34), their subnets and security groups by name.

@@ -21,7 +21,7 @@ use crate::waves::spawn_with;
 fn spawn_watcher(proxy: &Proxy, args: &[&str], file: &Path, env: &[(&str, Option<&str>)]) -> (Child, Receiver<String>) {
     let mut args = args.to_vec();
     args.extend(["--health-file", file.to_str().expect("a path in UTF-8")]);
-    spawn_with(proxy, &args, env)
+    spawn_with(&proxy.endpoint, &args, env)
 }
 
 /// A watched estate, and a folder for health files.

@@ -173,7 +173,7 @@ pub(crate) async fn first_look_done(proxy: &Proxy) {
 
 /// A watcher with `args`, once it holds the lease and has had its first look at ARC.
 async fn watching(proxy: &Proxy, args: &[&str]) -> (std::process::Child, Receiver<String>) {
-    let (watcher, lines) = spawn(proxy, args);
+    let (watcher, lines) = spawn(&proxy.endpoint, args);
     said(&lines, "holds the lease");
     first_look_done(proxy).await;
     (watcher, lines)
@@ -310,7 +310,7 @@ async fn issue_33_the_watcher_follows_an_autoshift_out_and_back_in_waves_judging
 async fn issue_33_a_standby_watcher_takes_over_only_once_the_first_ones_lease_lapses_and_recovers_what_it_followed() {
     let (_moto, proxy, sdk, before, url) = watched_estate().await;
     let (mut first, first_lines) = watching(&proxy, &watch_args_leased(&url, "3s", &[])).await;
-    let (mut second, second_lines) = spawn(&proxy, &watch_args_leased(&url, "3s", &[]));
+    let (mut second, second_lines) = spawn(&proxy.endpoint, &watch_args_leased(&url, "3s", &[]));
     said(&second_lines, "standing by: watcher");
 
     // The first follows an autoshift, then dies without a word (SIGKILL).
@@ -478,7 +478,7 @@ async fn issue_33_sigterm_mid_evacuation_forgets_nothing_and_the_next_watcher_fi
     assert!(common::lock_items(&sdk).await.is_empty(), "every lock released");
 
     // The next watcher inherits the zone, evacuates it whole, and recovers it once AWS is done.
-    let (second, lines) = spawn(&proxy, &watch_args(&url, &[]));
+    let (second, lines) = spawn(&proxy.endpoint, &watch_args(&url, &[]));
     said(&lines, "holds the lease, following use1-az2");
     eventually("every group is out of the zone", || async {
         evacuated_groups(&sdk).await.len() == 3
@@ -555,7 +555,7 @@ async fn issue_33_a_watcher_that_loses_its_lease_mid_recovery_stops_it_and_keeps
 #[tokio::test]
 async fn issue_33_a_dry_run_watcher_changes_nothing_and_leaves_the_queue_to_the_one_that_acts() {
     let (_moto, proxy, sdk, before, url) = watched_estate().await;
-    let (mut watcher, lines) = spawn(&proxy, &watch_args(&url, &["--dry-run"]));
+    let (mut watcher, lines) = spawn(&proxy.endpoint, &watch_args(&url, &["--dry-run"]));
     said(&lines, "changing nothing (--dry-run)");
     autoshift(&proxy, &sdk, &url, "e-1").await;
     said(&lines, "evacuating use1-az2");

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use aws_sdk_cloudwatch::types::{ComparisonOperator, StateValue, Statistic};
+use aws_sdk_cloudwatch::types::StateValue;
 use common::estate::{self, LambdaSpec, Spec};
 use common::proxy::Proxy;
 use common::{azevac_at, journal_items, live_groups, Moto, ZONE};
@@ -31,34 +31,14 @@ fn estate() -> Spec {
     spec
 }
 
-/// An alarm in `state`, in moto through the proxy (the SDK speaks CBOR; the proxy bridges it).
+/// An alarm in `state`, set by the test (in moto, through a proxy or not).
 pub(crate) async fn alarm(sdk: &aws_config::SdkConfig, name: &str, state: StateValue) {
-    let cloudwatch = aws_sdk_cloudwatch::Client::new(sdk);
-    cloudwatch
-        .put_metric_alarm()
-        .alarm_name(name)
-        .namespace("AWS/ApplicationELB")
-        .metric_name("HTTPCode_Target_5XX_Count")
-        .statistic(Statistic::Sum)
-        .period(60)
-        .evaluation_periods(1)
-        .threshold(1.0)
-        .comparison_operator(ComparisonOperator::GreaterThanThreshold)
-        .send()
-        .await
-        .expect("put alarm");
-    set(sdk, name, state).await;
+    estate::alarm(sdk, name, state, "set by the test").await;
 }
 
+/// Set an alarm's state, as the test.
 pub(crate) async fn set(sdk: &aws_config::SdkConfig, name: &str, state: StateValue) {
-    aws_sdk_cloudwatch::Client::new(sdk)
-        .set_alarm_state()
-        .alarm_name(name)
-        .state_value(state)
-        .state_reason("set by the test")
-        .send()
-        .await
-        .expect("set alarm state");
+    estate::set_alarm_state(sdk, name, state, "set by the test").await;
 }
 
 /// The estate evacuated from use1-az2, through the proxy; returns the live groups before.
@@ -171,18 +151,19 @@ async fn issue_33_a_recovery_in_waves_puts_everything_back_a_wave_at_a_time_behi
     assert!(proxy.calls().iter().any(|c| c == "monitoring:DescribeAlarms"));
 }
 
-/// Start a recovery in waves with stderr read line by line; returns the child and its lines.
-pub(crate) fn spawn(proxy: &Proxy, args: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
-    spawn_with(proxy, args, &[])
+/// Start azevac at `endpoint` (a proxy's or the emulator's) with stderr read line by line; returns
+/// the child and its lines.
+pub(crate) fn spawn(endpoint: &str, args: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    spawn_with(endpoint, args, &[])
 }
 
 /// [`spawn`] with `env` on top (a value of `None` removes the variable).
 pub(crate) fn spawn_with(
-    proxy: &Proxy,
+    endpoint: &str,
     args: &[&str],
     env: &[(&str, Option<&str>)],
 ) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
-    let mut child = common::command(&proxy.endpoint, args, env)
+    let mut child = common::command(endpoint, args, env)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -219,9 +200,9 @@ pub(crate) enum Then<'a> {
 }
 
 /// `recover --az-id use1-az2 --waves WAVES --bake BAKE --alarm checkout-5xx --on-alarm ON_ALARM
-/// --yes`; once a line of its stderr says `line`, `then`. Returns its exit code and every line.
+/// --yes` at `endpoint`; once a line of its stderr says `line`, `then`. Returns its exit code and every line.
 pub(crate) async fn recover_until(
-    proxy: &Proxy,
+    endpoint: &str,
     waves: &str,
     bake: &str,
     on_alarm: &str,
@@ -229,7 +210,7 @@ pub(crate) async fn recover_until(
     then: Then<'_>,
 ) -> (Option<i32>, Vec<String>) {
     let (mut child, lines) = spawn(
-        proxy,
+        endpoint,
         &[
             "recover",
             "--az-id",
@@ -300,7 +281,15 @@ fn groups(names: &[&Vec<String>]) -> Vec<String> {
 /// `--on-alarm evacuate`, the second wave goes back out of the zone too, journalled again.
 async fn stopped_in_the_second_bake(on_alarm: &str) -> Stopped {
     let (_moto, proxy, sdk, before) = evacuated_behind_an_ok_alarm().await;
-    let (code, seen) = recover_until(&proxy, "1,4", "3s", on_alarm, "wave 2/3 done", Then::Alarm(&sdk)).await;
+    let (code, seen) = recover_until(
+        &proxy.endpoint,
+        "1,4",
+        "3s",
+        on_alarm,
+        "wave 2/3 done",
+        Then::Alarm(&sdk),
+    )
+    .await;
     let stderr = seen.join(
         "
 ",
@@ -357,6 +346,27 @@ async fn issue_33_on_alarm_evacuate_takes_the_last_wave_back_out_of_the_zone() {
     assert_eq!(run.locks, 0);
 }
 
+/// `recover ARGS --wait-timeout 2s --yes` at `endpoint` while an alarm it is gated on is not OK: the
+/// first wave (`wave`, e.g. `wave 1/2`) waits for it, then the run stops (exit 1) naming it (`alarm`,
+/// e.g. `name (ALARM`).
+fn held(endpoint: &str, args: &[&str], wave: &str, alarm: &str) {
+    let mut all = vec!["recover"];
+    all.extend(args);
+    all.extend(["--wait-timeout", "2s", "--yes"]);
+    let held = azevac_at(endpoint, &all, &[]).expect_code(1);
+    assert!(
+        held.stderr.contains(&format!("{wave} waits for the alarms to be OK")),
+        "{}",
+        held.stderr
+    );
+    assert!(
+        held.stderr
+            .contains(&format!("recovery stopped: before {wave}, after waiting 2s: {alarm}")),
+        "{}",
+        held.stderr
+    );
+}
+
 #[tokio::test]
 async fn issue_33_a_wave_waits_for_its_alarms_and_an_unknown_alarm_is_refused() {
     let moto = Moto::start();
@@ -392,31 +402,11 @@ async fn issue_33_a_wave_waits_for_its_alarms_and_an_unknown_alarm_is_refused() 
     );
 
     // In ALARM before the first wave: it waits, then stops at --wait-timeout with nothing changed.
-    let held = azevac_at(
+    held(
         &proxy.endpoint,
-        &[
-            "recover",
-            "--waves",
-            "1",
-            "--alarm-prefix",
-            "checkout-",
-            "--wait-timeout",
-            "2s",
-            "--yes",
-        ],
-        &[],
-    )
-    .expect_code(1);
-    assert!(
-        held.stderr.contains("wave 1/2 waits for the alarms to be OK"),
-        "{}",
-        held.stderr
-    );
-    assert!(
-        held.stderr
-            .contains("recovery stopped: before wave 1/2, after waiting 2s: checkout-p99 (ALARM"),
-        "{}",
-        held.stderr
+        &["--waves", "1", "--alarm-prefix", "checkout-"],
+        "wave 1/2",
+        "checkout-p99 (ALARM",
     );
     assert_eq!(journal_items(&sdk).await.len(), 8, "nothing recovered");
 
@@ -432,7 +422,15 @@ async fn issue_33_a_wave_waits_for_its_alarms_and_an_unknown_alarm_is_refused() 
 async fn issue_33_ctrl_c_during_a_bake_stops_before_the_next_wave_and_is_no_alarm() {
     let (_moto, proxy, sdk, before) = evacuated_behind_an_ok_alarm().await;
     let started = std::time::Instant::now();
-    let (code, seen) = recover_until(&proxy, "1,4", "10m", "evacuate", "wave 1/3 done", Then::Interrupt).await;
+    let (code, seen) = recover_until(
+        &proxy.endpoint,
+        "1,4",
+        "10m",
+        "evacuate",
+        "wave 1/3 done",
+        Then::Interrupt,
+    )
+    .await;
     let stderr = seen.join(
         "
 ",
@@ -542,7 +540,15 @@ async fn issue_33_on_alarm_evacuate_across_accounts_goes_back_out_in_each_accoun
     assert_eq!(journal_items(&operator).await.len(), 6);
     alarm(&operator, "checkout-5xx", StateValue::Ok).await;
 
-    let (code, seen) = recover_until(&proxy, "1,3", "3s", "evacuate", "wave 2/3 done", Then::Alarm(&operator)).await;
+    let (code, seen) = recover_until(
+        &proxy.endpoint,
+        "1,3",
+        "3s",
+        "evacuate",
+        "wave 2/3 done",
+        Then::Alarm(&operator),
+    )
+    .await;
     let stderr = seen.join(
         "
 ",
@@ -647,4 +653,51 @@ async fn issue_33_a_plan_saved_with_waves_is_applied_in_the_same_waves_behind_th
     );
     assert!(journal_items(&sdk).await.is_empty(), "every record cleared");
     assert_eq!(back(&before, &live_groups(&sdk).await).len(), 6);
+}
+
+/// Issue 50: the emulator itself answers CloudWatch's CBOR (scripts/moto_server.py), so a recovery
+/// in waves run straight at it, with no test proxy between, reads its alarms: in ALARM before the
+/// first wave, the wave waits and the recovery stops at `--wait-timeout` with nothing put back; OK,
+/// the waves go; raised while the second wave bakes, it stops the recovery with the third wave's
+/// records kept, as the runbook says.
+#[tokio::test]
+async fn issue_50_a_recovery_in_waves_straight_at_the_emulator_reads_its_alarms() {
+    let moto = Moto::start_through_launcher();
+    let sdk = common::sdk_at(&moto.endpoint).await;
+    estate::seed(&sdk, &estate()).await;
+    let before = live_groups(&sdk).await;
+    azevac_at(&moto.endpoint, &["evacuate", "--az-id", ZONE, "--yes"], &[]).expect_code(0);
+    alarm(&sdk, "checkout-5xx", StateValue::Alarm).await;
+
+    let gate = [
+        "--az-id",
+        ZONE,
+        "--waves",
+        "1,4",
+        "--bake",
+        "3s",
+        "--alarm",
+        "checkout-5xx",
+    ];
+    held(
+        &moto.endpoint,
+        &gate,
+        "wave 1/3",
+        "checkout-5xx (ALARM: set by the test)",
+    );
+    assert_eq!(journal_items(&sdk).await.len(), 8, "nothing put back");
+
+    set(&sdk, "checkout-5xx", StateValue::Ok).await;
+    let (code, seen) = recover_until(&moto.endpoint, "1,4", "3s", "stop", "wave 2/3 done", Then::Alarm(&sdk)).await;
+    let stderr = seen.join("\n");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("recovery stopped: alarm checkout-5xx (ALARM: set by the test)"),
+        "{stderr}"
+    );
+    let waves = waves_listed(&seen);
+    assert_eq!(waves.iter().map(Vec::len).collect::<Vec<_>>(), [1, 3, 4], "{stderr}");
+    assert_eq!(journal_items(&sdk).await.len(), 4, "the third wave's records are kept");
+    assert_eq!(back(&before, &live_groups(&sdk).await), groups(&[&waves[0], &waves[1]]));
+    assert!(common::lock_items(&sdk).await.is_empty(), "every lock released");
 }

@@ -925,7 +925,7 @@ async fn issue_33_an_alarm_after_the_traffic_wave_shifts_the_traffic_away_again(
     crate::waves::alarm(&alarms, "checkout-5xx", StateValue::Ok).await;
     setup.proxy.set(Faults::default());
     let (code, seen) = crate::waves::recover_until(
-        &setup.proxy,
+        &setup.proxy.endpoint,
         "1",
         "3s",
         "evacuate",
@@ -992,7 +992,7 @@ async fn issue_33_the_watcher_extends_azevacs_shifts_that_end_within_the_hour() 
     let theirs = setup.proxy.arc.lock().expect("arc").shifts[0].clone();
     let url = crate::watch::queue(&setup.sdk).await;
     let args = ["watch", "--queue", &url, "--type", "asg", "--poll-wait", "1s"];
-    let (mut watcher, lines) = crate::waves::spawn(&setup.proxy, &args);
+    let (mut watcher, lines) = crate::waves::spawn(&setup.proxy.endpoint, &args);
     let said = crate::waves::until(&lines, "extending them").join("\n");
     assert!(
         said.contains("zonal shifts away from use1-az2 end within the hour"),

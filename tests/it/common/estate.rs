@@ -1,10 +1,11 @@
 //! Seeds an estate (VPCs with one /20 subnet per AZ ID, NAT gateways and the route tables through
-//! them, Auto Scaling groups, ECS services, Lambda functions) into an emulator with the real SDK,
+//! them, Auto Scaling groups, ECS services, Lambda functions, CloudWatch alarms) into an emulator with the real SDK,
 //! from a spec that tests build in code or read from fixtures/sample-estate.json.
 
 use std::collections::BTreeMap;
 
 use aws_config::SdkConfig;
+use aws_sdk_cloudwatch::types::{ComparisonOperator, StateValue, Statistic};
 use serde::Deserialize;
 
 /// The launch template every seeded group uses (moto accepts any image ID).
@@ -42,6 +43,51 @@ pub struct Spec {
     /// EventBridge Scheduler schedules (their groups are created as needed).
     #[serde(default)]
     pub schedules: Vec<super::events::ScheduleSpec>,
+    /// CloudWatch alarms, for a recovery in waves to be gated on (`--alarm`).
+    #[serde(default)]
+    pub alarms: Vec<AlarmSpec>,
+}
+
+/// One CloudWatch alarm (on a load balancer's 5XX count), its state set by hand (`SetAlarmState`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct AlarmSpec {
+    /// Its name.
+    pub name: String,
+    /// `OK`, `ALARM` or `INSUFFICIENT_DATA`.
+    pub state: String,
+}
+
+/// The reason the seeder gives a seeded alarm's state (scripts/seed-estate.py gives the same).
+pub const SEEDED: &str = "seeded";
+
+/// An alarm in `state`, for `reason` (the SDK speaks CloudWatch's CBOR; the emulator answers it).
+pub async fn alarm(sdk: &SdkConfig, name: &str, state: StateValue, reason: &str) {
+    aws_sdk_cloudwatch::Client::new(sdk)
+        .put_metric_alarm()
+        .alarm_name(name)
+        .namespace("AWS/ApplicationELB")
+        .metric_name("HTTPCode_Target_5XX_Count")
+        .statistic(Statistic::Sum)
+        .period(60)
+        .evaluation_periods(1)
+        .threshold(1.0)
+        .comparison_operator(ComparisonOperator::GreaterThanThreshold)
+        .send()
+        .await
+        .expect("put alarm");
+    set_alarm_state(sdk, name, state, reason).await;
+}
+
+/// Set an alarm's state, for `reason`.
+pub async fn set_alarm_state(sdk: &SdkConfig, name: &str, state: StateValue, reason: &str) {
+    aws_sdk_cloudwatch::Client::new(sdk)
+        .set_alarm_state()
+        .alarm_name(name)
+        .state_value(state)
+        .state_reason(reason)
+        .send()
+        .await
+        .expect("set alarm state");
 }
 
 /// One AWS Batch compute environment (moto launches no instance: EC2 ones have minvCpus 0).
@@ -384,6 +430,9 @@ pub async fn seed(sdk: &SdkConfig, spec: &Spec) -> Seeded {
     seed_batch(sdk, spec, &seeded).await;
     super::events::seed_rules(sdk, &spec.eventbridge_targets, &seeded).await;
     super::events::seed_schedules(sdk, &spec.schedules, &seeded).await;
+    for spec in &spec.alarms {
+        alarm(sdk, &spec.name, StateValue::from(spec.state.as_str()), SEEDED).await;
+    }
     seeded
 }
 
