@@ -10,7 +10,6 @@ use crate::error::describe;
 use crate::journal::{Ahead, Declared, Evacuating, Guard, Held, Release, Released};
 use crate::model::{Command, Item, Plan, Status};
 use crate::plugins::{self, Refreshing};
-use crate::topology::Zone;
 use crate::{Error, Result};
 
 /// How a bounded act ended.
@@ -142,14 +141,11 @@ impl Run<'_> {
         };
         // Items and handles paired by index, in the same order (lines of a resource in plan order).
         let order: Vec<usize> = mine.iter().map(|l| l.index).collect();
-        let zone = plan.az_id.clone().map(|id| Zone {
-            id,
-            name: plan.az_name.clone().unwrap_or_default(),
-        });
+        // From the run, not `plan`: a line read again alone comes in a plan of its own.
         let run = Refreshing {
             command,
-            request: &plan.request,
-            zone: zone.as_ref(),
+            request: self.request,
+            zone: self.zone,
         };
         let mut by_index: BTreeMap<usize, &mut Item> = plan
             .items

@@ -135,6 +135,12 @@ impl Prepared {
         let heartbeat = journal.heartbeat(lease.clone());
         let command = self.plan.command;
         let timeline = crate::events::Timeline::start(&self.plan, audit, settings.run_events);
+        // What every read under the lock is told of the run (the plan itself is being changed).
+        let request = self.plan.request.clone();
+        let zone = self.plan.az_id.clone().map(|id| crate::topology::Zone {
+            id,
+            name: self.plan.az_name.clone().unwrap_or_default(),
+        });
         let run = Run {
             journal,
             audit,
@@ -142,6 +148,8 @@ impl Prepared {
             plugins: &self.plugins,
             settings,
             timeline: &timeline,
+            request: &request,
+            zone: zone.as_ref(),
         };
         for stage in [Stage::First, Stage::Capacity, Stage::Last] {
             let in_stage = |plan: &Plan| -> Vec<usize> {
@@ -253,6 +261,10 @@ pub(super) struct Run<'a> {
     settings: &'a Settings,
     /// `--log-format json`: the run's events, emitted as lines reach their status.
     timeline: &'a crate::events::Timeline,
+    /// What the operator asked for, as planned.
+    request: &'a crate::model::Request,
+    /// The zone (evacuate always; recover with `--az-id`).
+    zone: Option<&'a crate::topology::Zone>,
 }
 
 impl Run<'_> {
