@@ -146,18 +146,7 @@ impl Ecs {
             .await
             .map_err(|e| Error::from_sdk("ecs:DescribeClusters", e))?;
         // A cluster that does not exist (MISSING) has no services to skip: they read as gone.
-        let unread: Vec<String> = out
-            .failures()
-            .iter()
-            .filter(|f| f.reason() != Some("MISSING"))
-            .map(|f| format!("{} ({})", f.arn().unwrap_or(cluster), f.reason().unwrap_or("?")))
-            .collect();
-        if !unread.is_empty() {
-            return Err(Error::Unreadable {
-                operation: "ecs:DescribeClusters",
-                what: unread.join(", "),
-            });
-        }
+        refuse_unread("ecs:DescribeClusters", out.failures())?;
         Ok(out.clusters().iter().find_map(|c| {
             let tags = super::tags::fold(c.tags().iter().map(|t| (t.key(), t.value())));
             let why = crate::plan::opted_out(&tags)?;
@@ -178,28 +167,7 @@ impl Ecs {
         // ECS answers per service: MISSING means the service does not exist (left out, so it
         // reads as deleted); any other failure means it could not be read, which must never
         // look like a deletion (with --forget-missing that would drop its record).
-        let unread: Vec<String> = out
-            .failures()
-            .iter()
-            .filter(|f| f.reason() != Some("MISSING"))
-            .map(|f| {
-                format!(
-                    "{} ({})",
-                    f.arn().unwrap_or("?"),
-                    [f.reason(), f.detail()]
-                        .into_iter()
-                        .flatten()
-                        .collect::<Vec<_>>()
-                        .join(": ")
-                )
-            })
-            .collect();
-        if !unread.is_empty() {
-            return Err(Error::Unreadable {
-                operation: "ecs:DescribeServices",
-                what: unread.join(", "),
-            });
-        }
+        refuse_unread("ecs:DescribeServices", out.failures())?;
         Ok(out
             .services()
             .iter()
@@ -534,6 +502,26 @@ fn to_resource(cluster: &str, service: &Service) -> Resource {
         // (<https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_Service.html>).
         identity: Identity::created_at(service.created_at().and_then(timestamp)),
     }
+}
+
+/// A describe's per-item failures other than MISSING (which reads as gone) as an error: what could
+/// not be read must never look like what is not there.
+fn refuse_unread(operation: &'static str, failures: &[aws_sdk_ecs::types::Failure]) -> Result<()> {
+    let unread: Vec<String> = failures
+        .iter()
+        .filter(|f| f.reason() != Some("MISSING"))
+        .map(|f| {
+            let why: Vec<&str> = [f.reason(), f.detail()].into_iter().flatten().collect();
+            format!("{} ({})", f.arn().unwrap_or("?"), why.join(": "))
+        })
+        .collect();
+    if unread.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Unreadable {
+        operation,
+        what: unread.join(", "),
+    })
 }
 
 /// `arn:aws:ecs:REGION:ACCOUNT:service/CLUSTER/NAME` → `CLUSTER`; old-format ARNs have none.

@@ -434,18 +434,7 @@ async fn issue_51_a_service_or_cluster_tagged_azevac_skip_is_left_alone_with_the
         ..mixed_estate()
     };
     estate::seed(&sdk, &spec).await;
-    aws_sdk_ecs::Client::new(&sdk)
-        .tag_resource()
-        .resource_arn("arn:aws:ecs:us-east-1:123456789012:cluster/azevac-watcher")
-        .tags(
-            aws_sdk_ecs::types::Tag::builder()
-                .key(azevac::plan::SKIP_TAG)
-                .value("azevac watcher cluster")
-                .build(),
-        )
-        .send()
-        .await
-        .expect("TagResource");
+    common::tag_cluster(&sdk, "azevac-watcher", azevac::plan::SKIP_TAG, "azevac watcher cluster").await;
     let before = live_services(&sdk).await;
 
     let reasons = |out: &serde_json::Value| {

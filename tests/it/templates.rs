@@ -37,6 +37,30 @@ fn health_check_parses(what: &str) {
     }
 }
 
+/// A template's command line with no optional flag: the queue and the default types, JSON logs.
+fn assert_plain(what: &str, args: &[String]) {
+    let plain = parsed(what, args);
+    assert_eq!(plain.queue, QUEUE);
+    assert_eq!(plain.types, ["asg", "ecs", "lambda"]);
+    assert!(plain.waves.waves.is_none() && plain.notify.topics.is_empty() && !plain.follow_practice);
+    assert!(
+        args.contains(&"--log-format=json".to_owned()),
+        "{what}: JSON lines for the logs: {args:?}"
+    );
+}
+
+/// A template's command line with every optional flag set: every type, waves baking 90 s behind the
+/// alarm `api-5xx`, the topic, practice runs followed.
+fn assert_every(what: &str, args: &[String]) {
+    let every = parsed(what, args);
+    assert_eq!(every.types.join(","), EVERY_TYPE);
+    assert!(every.waves.waves.is_some(), "{what}: {args:?}");
+    assert_eq!(every.waves.bake, std::time::Duration::from_secs(90));
+    assert_eq!(every.waves.alarms, ["api-5xx"]);
+    assert_eq!(every.notify.topics, [TOPIC]);
+    assert!(every.follow_practice);
+}
+
 const QUEUE: &str = "https://sqs.us-east-1.amazonaws.com/123456789012/azevac-autoshift";
 const TOPIC: &str = "arn:aws:sns:us-east-1:123456789012:azevac-oncall";
 const EVERY_TYPE: &str = "asg,ecs,lambda,zonal-shift,nat,db,batch,vpc-endpoint,eventbridge,scheduler";
@@ -115,10 +139,7 @@ fn issue_51_the_cloudformation_watchers_command_line_parses_with_azevacs_flags()
     let mut parameters = cfn_defaults(&text);
     parameters.insert("QueueUrl".into(), QUEUE.into());
 
-    let plain = parsed("watcher-service.cfn.yaml", &cfn_command(&text, &parameters));
-    assert_eq!(plain.queue, QUEUE);
-    assert_eq!(plain.types, ["asg", "ecs", "lambda"]);
-    assert!(plain.waves.waves.is_none() && plain.notify.topics.is_empty() && !plain.follow_practice);
+    assert_plain("watcher-service.cfn.yaml", &cfn_command(&text, &parameters));
 
     for (name, value) in [
         ("Types", EVERY_TYPE),
@@ -130,34 +151,20 @@ fn issue_51_the_cloudformation_watchers_command_line_parses_with_azevacs_flags()
     ] {
         parameters.insert(name.into(), value.into());
     }
-    let args = cfn_command(&text, &parameters);
-    let every = parsed("watcher-service.cfn.yaml", &args);
-    assert_eq!(every.types.join(","), EVERY_TYPE);
-    assert!(every.waves.waves.is_some(), "{args:?}");
-    assert_eq!(every.waves.bake, std::time::Duration::from_secs(90));
-    assert_eq!(every.waves.alarms, ["api-5xx"]);
-    assert_eq!(every.notify.topics, [TOPIC]);
-    assert!(every.follow_practice);
-    assert!(
-        args.contains(&"--log-format=json".to_owned()),
-        "JSON lines for CloudWatch Logs: {args:?}"
-    );
+    assert_every("watcher-service.cfn.yaml", &cfn_command(&text, &parameters));
 
     // Around the command: what the watcher needs from ECS.
-    let squeezed = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let stop: u64 = number_after(&text, "StopTimeout: ");
-    assert!(
-        stop > azevac::interrupt::GRACE.as_secs() && stop <= 120,
-        "StopTimeout {stop}: above the interrupt's grace, at most Fargate's 120"
+    let squeezed = ecs_task(
+        "watcher-service.cfn.yaml",
+        &text,
+        [
+            "StopTimeout: ",
+            r#"Command: ["CMD", "/azevac", "health"]"#,
+            "- Name: AZEVAC_HEALTH_FILE Value: /tmp/azevac-health.json",
+            "LogDriver: awslogs",
+            "DesiredCount: 2",
+        ],
     );
-    assert!(
-        squeezed.contains(r#"Command: ["CMD", "/azevac", "health"]"#),
-        "the health check"
-    );
-    health_check_parses("watcher-service.cfn.yaml");
-    assert!(squeezed.contains("- Name: AZEVAC_HEALTH_FILE Value: /tmp/azevac-health.json"));
-    assert!(squeezed.contains("LogDriver: awslogs"));
-    assert!(squeezed.contains("DesiredCount: 2"));
     let tagged = squeezed.matches(&format!("Key: {}", azevac::plan::SKIP_TAG)).count();
     assert_eq!(
         tagged,
@@ -165,6 +172,23 @@ fn issue_51_the_cloudformation_watchers_command_line_parses_with_azevacs_flags()
         "the cluster and the service carry {}",
         azevac::plan::SKIP_TAG
     );
+}
+
+/// What the watcher needs from ECS around its command, as the template `text` writes it: `[stop
+/// timeout key, health check, health file, log driver, desired count]`. The stop timeout is above the
+/// interrupt's grace and at most Fargate's 120 s. Returns the text on one line, for more checks.
+fn ecs_task(what: &str, text: &str, [stop_key, rest @ ..]: [&str; 5]) -> String {
+    let squeezed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let stop = number_after(text, stop_key);
+    assert!(
+        stop > azevac::interrupt::GRACE.as_secs() && stop <= 120,
+        "{what}: stop timeout {stop}: above the interrupt's grace, at most Fargate's 120"
+    );
+    for setting in rest {
+        assert!(squeezed.contains(setting), "{what} lacks {setting}");
+    }
+    health_check_parses(what);
+    squeezed
 }
 
 /// The first number after `key` in `text`.
@@ -234,10 +258,7 @@ fn issue_51_the_terraform_watchers_command_line_parses_with_azevacs_flags() {
         ("notify", ""),
         ("follow_practice", "false"),
     ]);
-    let plain = parsed("watcher-service.tf", &tf_command(&text, &vars));
-    assert_eq!(plain.queue, QUEUE);
-    assert_eq!(plain.types, ["asg", "ecs", "lambda"]);
-    assert!(plain.waves.waves.is_none() && plain.notify.topics.is_empty() && !plain.follow_practice);
+    assert_plain("watcher-service.tf", &tf_command(&text, &vars));
 
     vars.extend([
         ("types", EVERY_TYPE),
@@ -247,30 +268,19 @@ fn issue_51_the_terraform_watchers_command_line_parses_with_azevacs_flags() {
         ("notify", TOPIC),
         ("follow_practice", "true"),
     ]);
-    let args = tf_command(&text, &vars);
-    let every = parsed("watcher-service.tf", &args);
-    assert_eq!(every.types.join(","), EVERY_TYPE);
-    assert!(every.waves.waves.is_some());
-    assert_eq!(every.waves.bake, std::time::Duration::from_secs(90));
-    assert_eq!(every.waves.alarms, ["api-5xx"]);
-    assert_eq!(every.notify.topics, [TOPIC]);
-    assert!(every.follow_practice);
-    assert!(args.contains(&"--log-format=json".to_owned()), "{args:?}");
+    assert_every("watcher-service.tf", &tf_command(&text, &vars));
 
-    let squeezed = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let stop = number_after(&text, "stopTimeout = ");
-    assert!(
-        stop > azevac::interrupt::GRACE.as_secs() && stop <= 120,
-        "stopTimeout {stop}"
+    let squeezed = ecs_task(
+        "watcher-service.tf",
+        &text,
+        [
+            "stopTimeout = ",
+            r#"command = ["CMD", "/azevac", "health"]"#,
+            r#"{ name = "AZEVAC_HEALTH_FILE", value = "/tmp/azevac-health.json" }"#,
+            r#"logDriver = "awslogs""#,
+            "desired_count = 2",
+        ],
     );
-    assert!(
-        squeezed.contains(r#"command = ["CMD", "/azevac", "health"]"#),
-        "the health check"
-    );
-    health_check_parses("watcher-service.tf");
-    assert!(squeezed.contains(r#"{ name = "AZEVAC_HEALTH_FILE", value = "/tmp/azevac-health.json" }"#));
-    assert!(squeezed.contains(r#"logDriver = "awslogs""#));
-    assert!(squeezed.contains("desired_count = 2"));
     assert!(squeezed.contains(&format!(r#"skip_tag = "{}""#, azevac::plan::SKIP_TAG)));
     assert_eq!(
         squeezed.matches("tags = { (local.skip_tag) = ").count(),
@@ -336,10 +346,7 @@ fn issue_51_the_systemd_units_command_line_parses_with_azevacs_flags() {
     // With the unit's defaults and the queue alone.
     let mut env = unit_env.clone();
     env.insert("AZEVAC_QUEUE".into(), QUEUE.into());
-    let plain = parsed("azevac-watch.service", &unit_command(&text, &env));
-    assert_eq!(plain.queue, QUEUE);
-    assert_eq!(plain.types, ["asg", "ecs", "lambda"]);
-    assert!(plain.waves.waves.is_none());
+    assert_plain("azevac-watch.service", &unit_command(&text, &env));
 
     // With the file the comment shows.
     let mut env = unit_env;

@@ -382,18 +382,7 @@ async fn issue_51_the_watcher_leaves_its_own_service_alone_when_its_zone_is_impa
         ..estate::groups_in_two_zones("10.35.0.0/16", &[])
     };
     estate::seed(&sdk, &spec).await;
-    aws_sdk_ecs::Client::new(&sdk)
-        .tag_resource()
-        .resource_arn("arn:aws:ecs:us-east-1:123456789012:cluster/azevac-watcher")
-        .tags(
-            aws_sdk_ecs::types::Tag::builder()
-                .key(azevac::plan::SKIP_TAG)
-                .value("azevac watcher cluster")
-                .build(),
-        )
-        .send()
-        .await
-        .expect("TagResource");
+    common::tag_cluster(&sdk, "azevac-watcher", azevac::plan::SKIP_TAG, "azevac watcher cluster").await;
     let before = common::live_services(&sdk).await;
     azevac_at(&proxy.endpoint, &["init"], &[]).expect_code(0);
     let url = queue(&sdk).await;
