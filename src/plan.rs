@@ -116,9 +116,24 @@ pub struct Filters {
     pub name_prefix: Option<String>,
 }
 
+/// The tag that keeps a resource out of every run, whatever its value: the watcher's own ECS
+/// service and cluster carry it (fixtures/watcher-service.cfn.yaml and .tf), so that a watcher
+/// never moves the tasks it runs in. Every kind that reads a resource's tags honours it (each
+/// through [`Filters::rejects`] or [`recovery`]); the ECS kind reads the cluster's too.
+pub const SKIP_TAG: &str = "azevac:skip";
+
+/// Why a resource is left alone by its own tags (`tagged azevac:skip=VALUE`), if it is.
+pub fn opted_out(tags: &BTreeMap<String, String>) -> Option<String> {
+    tags.get(SKIP_TAG).map(|value| format!("tagged {SKIP_TAG}={value}"))
+}
+
 impl Filters {
-    /// `None` when the resource passes, or why it does not.
+    /// `None` when the resource passes, or why it does not: first its own [`SKIP_TAG`], which no
+    /// filter overrides, then `--name-prefix` and `--tag`.
     pub fn rejects(&self, resource: &Resource) -> Option<String> {
+        if let Some(why) = opted_out(&resource.tags) {
+            return Some(why);
+        }
         if let Some(prefix) = &self.name_prefix {
             if !resource.name.starts_with(prefix.as_str()) {
                 return Some(format!("filtered: name does not start with {prefix:?}"));
@@ -228,7 +243,7 @@ pub fn recovery(
     // What azevac cannot change it cannot put back either (an ECS service being deleted refuses
     // UpdateService): the line says why and the record stays, for the operator to decide on (once
     // the resource is gone, `--forget-missing` deletes it).
-    if let Some(why) = &current.unsupported {
+    if let Some(why) = opted_out(&current.tags).or_else(|| current.unsupported.clone()) {
         item.current_subnets = current.subnets.clone();
         item.resulting_subnets = current.subnets.clone();
         item.status = Status::Skipped;
@@ -520,6 +535,38 @@ mod tests {
         let mut outside = asg(&["a"]);
         outside.unsupported = Some("controller CODE_DEPLOY".into());
         assert!(evacuation("use1-az2", &outside, &zone(&["b"]), &Filters::default(), None).is_none());
+    }
+
+    /// Issue 51: a resource tagged `azevac:skip` (whatever the value) is listed as skipped with
+    /// the tag, before any filter, and a filter that would select it does not override it.
+    #[test]
+    fn issue_51_a_resource_tagged_azevac_skip_is_left_alone_with_the_reason() {
+        let mut watcher = asg(&["a", "b"]);
+        watcher.tags.insert(SKIP_TAG.into(), "the watcher".into());
+        let selecting = Filters {
+            tags: vec![(SKIP_TAG.into(), "the watcher".into())],
+            name_prefix: None,
+        };
+        for filters in [Filters::default(), selecting] {
+            let item = evacuation("use1-az2", &watcher, &zone(&["b"]), &filters, None).expect("in zone");
+            assert_eq!(item.status, Status::Skipped);
+            assert_eq!(item.reason.as_deref(), Some("tagged azevac:skip=the watcher"));
+            assert_eq!(item.resulting_subnets, ["a", "b"]);
+            assert!(!item.changes_resource());
+        }
+        // Nothing in the zone: not listed at all, as any resource outside it.
+        assert!(evacuation("use1-az2", &watcher, &zone(&["c"]), &Filters::default(), None).is_none());
+        // A record written before the tag was set is not acted on either: the line says why and
+        // the record is kept.
+        let mut tagged = asg(&["a"]);
+        tagged.tags.insert(SKIP_TAG.into(), String::new());
+        let item = recovery(&record(&["b"]), Some(&tagged), &sites(&[("b", "use1-az2")]), true);
+        assert_eq!(item.status, Status::Skipped);
+        assert!(item.unfinished);
+        assert_eq!(
+            item.reason.as_deref(),
+            Some("not put back: tagged azevac:skip=; journal record kept")
+        );
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! instances, and services deployed by CodeDeploy or an external controller cannot have their network
 //! configuration changed by `UpdateService`. Those are listed as skipped with the reason, and so is a
 //! service being deleted (`DRAINING`), which `UpdateService` refuses; a deleted one (`INACTIVE`)
-//! reads as gone.
+//! reads as gone. A service tagged `azevac:skip`, or in a cluster tagged so (the watcher's own,
+//! fixtures/watcher-service.*), is skipped with the tag as the reason, in evacuations and
+//! recoveries alike.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -12,7 +14,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_ecs::client::Waiters;
 use aws_sdk_ecs::types::{
-    AssignPublicIp, AwsVpcConfiguration, DeploymentControllerType, NetworkConfiguration, Service, ServiceField,
+    AssignPublicIp, AwsVpcConfiguration, ClusterField, DeploymentControllerType, NetworkConfiguration, Service,
+    ServiceField,
 };
 use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
@@ -32,6 +35,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     changes_through: &["ecs"],
     iam_actions: &[
         "ecs:ListClusters",
+        "ecs:DescribeClusters",
         "ecs:ListServices",
         "ecs:DescribeServices",
         "ecs:ListTasks",
@@ -110,10 +114,14 @@ impl Ecs {
     /// Describe services of one cluster, 10 per call, several calls at a time; deleted
     /// (`INACTIVE`) services are left out, as gone.
     async fn describe(&self, cluster: &str, services: &[String]) -> Result<Vec<Resource>> {
+        if services.is_empty() {
+            return Ok(Vec::new());
+        }
+        let skipped = self.cluster_skipped(cluster).await?;
         // Collected first: a lazy map inside the stream trips async-trait's Send check.
         let calls: Vec<_> = services
             .chunks(DESCRIBE_BATCH)
-            .map(|chunk| self.describe_chunk(cluster, chunk))
+            .map(|chunk| self.describe_chunk(cluster, chunk, skipped.as_deref()))
             .collect();
         let found: Vec<Vec<Resource>> = futures::stream::iter(calls)
             .buffered(READ_CONCURRENCY)
@@ -122,7 +130,31 @@ impl Ecs {
         Ok(found.into_iter().flatten().collect())
     }
 
-    async fn describe_chunk(&self, cluster: &str, chunk: &[String]) -> Result<Vec<Resource>> {
+    /// Why every service of `cluster` is left alone, if the cluster is tagged [`SKIP_TAG`]
+    /// (`DescribeClusters` with `include: TAGS`: "the metadata tags associated with the cluster are
+    /// included", <https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_DescribeClusters.html>).
+    /// A cluster that cannot be read is an error: a tag unread must never read as no tag.
+    ///
+    /// [`SKIP_TAG`]: crate::plan::SKIP_TAG
+    async fn cluster_skipped(&self, cluster: &str) -> Result<Option<String>> {
+        let out = self
+            .client
+            .describe_clusters()
+            .clusters(cluster)
+            .include(ClusterField::Tags)
+            .send()
+            .await
+            .map_err(|e| Error::from_sdk("ecs:DescribeClusters", e))?;
+        // A cluster that does not exist (MISSING) has no services to skip: they read as gone.
+        refuse_unread("ecs:DescribeClusters", out.failures())?;
+        Ok(out.clusters().iter().find_map(|c| {
+            let tags = super::tags::fold(c.tags().iter().map(|t| (t.key(), t.value())));
+            let why = crate::plan::opted_out(&tags)?;
+            Some(format!("cluster {} {why}", c.cluster_name().unwrap_or(cluster)))
+        }))
+    }
+
+    async fn describe_chunk(&self, cluster: &str, chunk: &[String], skipped: Option<&str>) -> Result<Vec<Resource>> {
         let out = self
             .client
             .describe_services()
@@ -135,33 +167,19 @@ impl Ecs {
         // ECS answers per service: MISSING means the service does not exist (left out, so it
         // reads as deleted); any other failure means it could not be read, which must never
         // look like a deletion (with --forget-missing that would drop its record).
-        let unread: Vec<String> = out
-            .failures()
-            .iter()
-            .filter(|f| f.reason() != Some("MISSING"))
-            .map(|f| {
-                format!(
-                    "{} ({})",
-                    f.arn().unwrap_or("?"),
-                    [f.reason(), f.detail()]
-                        .into_iter()
-                        .flatten()
-                        .collect::<Vec<_>>()
-                        .join(": ")
-                )
-            })
-            .collect();
-        if !unread.is_empty() {
-            return Err(Error::Unreadable {
-                operation: "ecs:DescribeServices",
-                what: unread.join(", "),
-            });
-        }
+        refuse_unread("ecs:DescribeServices", out.failures())?;
         Ok(out
             .services()
             .iter()
             .filter(|s| s.status() != Some(INACTIVE))
-            .map(|s| to_resource(cluster, s))
+            .map(|s| {
+                let mut resource = to_resource(cluster, s);
+                // Its cluster's tag, unless it is being deleted (which says more).
+                if let (Some(why), None) = (skipped, being_deleted(s.status())) {
+                    resource.unsupported = Some(why.to_owned());
+                }
+                resource
+            })
             .collect())
     }
 }
@@ -486,6 +504,26 @@ fn to_resource(cluster: &str, service: &Service) -> Resource {
     }
 }
 
+/// A describe's per-item failures other than MISSING (which reads as gone) as an error: what could
+/// not be read must never look like what is not there.
+fn refuse_unread(operation: &'static str, failures: &[aws_sdk_ecs::types::Failure]) -> Result<()> {
+    let unread: Vec<String> = failures
+        .iter()
+        .filter(|f| f.reason() != Some("MISSING"))
+        .map(|f| {
+            let why: Vec<&str> = [f.reason(), f.detail()].into_iter().flatten().collect();
+            format!("{} ({})", f.arn().unwrap_or("?"), why.join(": "))
+        })
+        .collect();
+    if unread.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Unreadable {
+        operation,
+        what: unread.join(", "),
+    })
+}
+
 /// `arn:aws:ecs:REGION:ACCOUNT:service/CLUSTER/NAME` → `CLUSTER`; old-format ARNs have none.
 fn cluster_of(arn: &str) -> Option<String> {
     cluster_named(arn).map(str::to_owned)
@@ -548,6 +586,20 @@ mod tests {
     use aws_sdk_ecs::operation::list_services::ListServicesOutput;
     use aws_sdk_ecs::types::DeploymentController;
     use aws_smithy_mocks::{mock, mock_client, RuleMode};
+
+    /// DescribeClusters of `prod`, asked for its tags, with the `azevac:skip` tag set to `skip`.
+    fn cluster(skip: Option<&'static str>) -> aws_smithy_mocks::Rule {
+        use aws_sdk_ecs::operation::describe_clusters::DescribeClustersOutput;
+        use aws_sdk_ecs::types::{Cluster, Tag};
+        mock!(aws_sdk_ecs::Client::describe_clusters)
+            .match_requests(|r| r.clusters() == ["prod"] && r.include() == [ClusterField::Tags])
+            .then_output(move || {
+                let tags = skip.map(|value| vec![Tag::builder().key(crate::plan::SKIP_TAG).value(value).build()]);
+                DescribeClustersOutput::builder()
+                    .clusters(Cluster::builder().cluster_name("prod").set_tags(tags).build())
+                    .build()
+            })
+    }
 
     fn service(name: &str) -> Service {
         let awsvpc = AwsVpcConfiguration::builder()
@@ -644,7 +696,11 @@ mod tests {
                     ))
                     .build()
             });
-        let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&page1, &page2, &describe]);
+        let client = mock_client!(
+            aws_sdk_ecs,
+            RuleMode::MatchAny,
+            [&page1, &page2, &describe, &cluster(None)]
+        );
         let found = Ecs::new(client, vec!["prod".into()])
             .discover()
             .await
@@ -674,7 +730,7 @@ mod tests {
                 .set_failures(Some(failures.collect()))
                 .build()
         });
-        let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&describe]);
+        let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&describe, &cluster(None)]);
         let ecs = Ecs::new(client, vec!["prod".into()]);
         let arn = |name: &str| format!("arn:aws:ecs:us-east-1:123456789012:service/prod/{name}");
 
@@ -690,6 +746,77 @@ mod tests {
             .expect_err("an unread service is an error");
         let text = crate::error::describe(&err);
         assert!(text.contains("flaky") && text.contains("INTERNAL_ERROR"), "{text}");
+    }
+
+    /// Issue 51: the services of a cluster tagged `azevac:skip` (the watcher's own) read with the
+    /// cluster's tag as the reason azevac leaves them alone; a service tagged so itself reads with
+    /// its tag, which the plan's rule turns into the reason. A cluster whose tags cannot be read is
+    /// an error, never an untagged cluster.
+    #[tokio::test]
+    async fn issue_51_services_of_a_cluster_tagged_azevac_skip_are_left_alone() {
+        let describe = mock!(aws_sdk_ecs::Client::describe_services).then_compute_output(|r| {
+            let services = r.services().iter().map(|arn| {
+                let name = arn.rsplit('/').next().unwrap_or_default();
+                let mut found = service(name);
+                if name == "watcher" {
+                    found.tags = Some(vec![aws_sdk_ecs::types::Tag::builder()
+                        .key(crate::plan::SKIP_TAG)
+                        .value("")
+                        .build()]);
+                }
+                found
+            });
+            DescribeServicesOutput::builder()
+                .set_services(Some(services.collect()))
+                .build()
+        });
+        let arn = |name: &str| format!("arn:aws:ecs:us-east-1:123456789012:service/prod/{name}");
+        let zone = std::collections::BTreeSet::from(["subnet-b".to_string()]);
+        let reason = |resource: &Resource| {
+            crate::plan::evacuation("use1-az2", resource, &zone, &crate::plan::Filters::default(), None)
+                .and_then(|line| line.reason)
+        };
+
+        let tagged = cluster(Some("the watcher's own"));
+        let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&describe, &tagged]);
+        let read = Ecs::new(client, vec!["prod".into()])
+            .read(&[arn("web")])
+            .await
+            .expect("read");
+        assert_eq!(
+            reason(&read[&arn("web")]).as_deref(),
+            Some("cluster prod tagged azevac:skip=the watcher's own")
+        );
+        assert_eq!(tagged.num_calls(), 1, "one DescribeClusters per cluster read");
+
+        let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&describe, &cluster(None)]);
+        let read = Ecs::new(client, vec!["prod".into()])
+            .read(&[arn("web"), arn("watcher")])
+            .await
+            .expect("read");
+        assert_eq!(reason(&read[&arn("web")]), None, "planned");
+        assert_eq!(reason(&read[&arn("watcher")]).as_deref(), Some("tagged azevac:skip="));
+
+        let unreadable = mock!(aws_sdk_ecs::Client::describe_clusters).then_output(|| {
+            aws_sdk_ecs::operation::describe_clusters::DescribeClustersOutput::builder()
+                .failures(
+                    aws_sdk_ecs::types::Failure::builder()
+                        .arn("prod")
+                        .reason("INTERNAL_ERROR")
+                        .build(),
+                )
+                .build()
+        });
+        let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&describe, &unreadable]);
+        let err = Ecs::new(client, vec!["prod".into()])
+            .read(&[arn("web")])
+            .await
+            .expect_err("a cluster not read is an error");
+        let text = crate::error::describe(&err);
+        assert!(
+            text.contains("DescribeClusters") && text.contains("INTERNAL_ERROR"),
+            "{text}"
+        );
     }
 
     /// Issue 50: a service being deleted (`DRAINING`) refuses UpdateService: it reads with the
@@ -714,7 +841,7 @@ mod tests {
                 .set_services(Some(services.collect()))
                 .build()
         });
-        let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&describe]);
+        let client = mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&describe, &cluster(None)]);
         let ecs = Ecs::new(client, vec!["prod".into()]);
         let arn = |name: &str| format!("arn:aws:ecs:us-east-1:123456789012:service/prod/{name}");
 

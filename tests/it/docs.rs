@@ -658,10 +658,11 @@ fn issue_37_every_command_in_the_manual_parses() {
 
 /// Flags of other tools that README and the manual name: cargo's and cargo test's, the benchmark
 /// scripts' (bench/), the AWS CLI's and kubectl's.
-const OTHER_FLAGS: [&str; 23] = [
+const OTHER_FLAGS: [&str; 25] = [
     "--all-targets",
     "--big",
     "--binary",
+    "--capabilities",
     "--context",
     "--emulator",
     "--fleets",
@@ -671,6 +672,7 @@ const OTHER_FLAGS: [&str; 23] = [
     "--name",
     "--nocapture",
     "--node-group-id",
+    "--parameter-overrides",
     "--path",
     "--replication-group-id",
     "--resources",

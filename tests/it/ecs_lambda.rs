@@ -412,3 +412,94 @@ async fn issue_50_a_service_being_deleted_is_skipped_and_its_record_kept() {
     run(&["recover", "--yes", "--forget-missing"]).expect_code(0);
     assert!(journal_items(&sdk).await.is_empty());
 }
+
+/// Issue 51: the watcher never evacuates its own service. A service tagged `azevac:skip` (any value),
+/// and every service of a cluster tagged so, is left alone by evacuate (no UpdateService, no record)
+/// and listed as skipped with the tag as the reason, however the run is narrowed; the others are
+/// evacuated as before.
+#[tokio::test]
+async fn issue_51_a_service_or_cluster_tagged_azevac_skip_is_left_alone_with_the_reason() {
+    let moto = Moto::start();
+    let sdk = common::sdk(&moto).await;
+    let mut own = service("prod", "own", &["use1-az1", "use1-az2"]);
+    own.tags.insert(azevac::plan::SKIP_TAG.into(), String::new());
+    let spec = Spec {
+        ecs_services: vec![
+            service("prod", "web", &["use1-az1", "use1-az2", "use1-az4"]),
+            own,
+            service("azevac-watcher", "watch", &["use1-az1", "use1-az2"]),
+        ],
+        auto_scaling_groups: Vec::new(),
+        lambda_functions: Vec::new(),
+        ..mixed_estate()
+    };
+    estate::seed(&sdk, &spec).await;
+    common::tag_cluster(&sdk, "azevac-watcher", azevac::plan::SKIP_TAG, "azevac watcher cluster").await;
+    let before = live_services(&sdk).await;
+
+    let reasons = |out: &serde_json::Value| {
+        by_name(out)
+            .into_iter()
+            .map(|(name, item)| {
+                let status = item["status"].as_str().unwrap_or_default().to_owned();
+                let reason = item["reason"].as_str().unwrap_or_default().to_owned();
+                (name, (status, reason))
+            })
+            .collect::<BTreeMap<_, _>>()
+    };
+    let skipped = |reason: &str| ("skipped".to_owned(), reason.to_owned());
+    let plan = azevac(
+        &moto,
+        &[
+            "evacuate",
+            "--az-id",
+            ZONE,
+            "--type",
+            "ecs",
+            "--dry-run",
+            "--output",
+            "json",
+        ],
+    )
+    .expect_code(0)
+    .json();
+    let plan = reasons(&plan);
+    assert_eq!(plan["prod/web"].0, "planned", "{plan:?}");
+    assert_eq!(plan["prod/own"], skipped("tagged azevac:skip="));
+    assert_eq!(
+        plan["azevac-watcher/watch"],
+        skipped("cluster azevac-watcher tagged azevac:skip=azevac watcher cluster")
+    );
+    // Skipped lines show in the table too, with their reason.
+    let table = azevac(
+        &moto,
+        &["evacuate", "--az-id", ZONE, "--type", "ecs", "--dry-run", "-o", "wide"],
+    )
+    .expect_code(0);
+    assert!(table.stdout.contains("tagged azevac:skip="), "{}", table.stdout);
+
+    // The real run leaves both alone.
+    let out = azevac(
+        &moto,
+        &[
+            "evacuate", "--az-id", ZONE, "--type", "ecs", "--yes", "--output", "json",
+        ],
+    )
+    .expect_code(0)
+    .json();
+    let done = reasons(&out);
+    assert_eq!(done["prod/web"].0, "done", "{done:?}");
+    assert_eq!(done["prod/own"], skipped("tagged azevac:skip="));
+    let live = live_services(&sdk).await;
+    assert_eq!(live["prod/own"], before["prod/own"]);
+    assert_eq!(live["azevac-watcher/watch"], before["azevac-watcher/watch"]);
+    assert_eq!(live["prod/web"].0.len(), 2);
+    let journalled: Vec<String> = journal_items(&sdk)
+        .await
+        .iter()
+        .map(|i| attr_s(i, "resource"))
+        .collect();
+    assert_eq!(journalled, ["arn:aws:ecs:us-east-1:123456789012:service/prod/web"]);
+    azevac(&moto, &["recover", "--yes"]).expect_code(0);
+    assert_eq!(live_services(&sdk).await, before);
+}

@@ -41,6 +41,7 @@ mod registry;
 mod reliability;
 mod schema;
 mod sdk_errors;
+mod templates;
 mod vpc_endpoint;
 mod watch;
 mod waves;

@@ -354,6 +354,87 @@ async fn issue_33_a_standby_watcher_takes_over_only_once_the_first_ones_lease_la
     assert_eq!(second.wait().expect("wait").code(), Some(0));
 }
 
+/// Issue 51: the watcher runs as two ECS tasks in two zones (fixtures/watcher-service.*), its cluster
+/// and service tagged `azevac:skip`. When AWS autoshifts away from the zone of one of them, the one
+/// holding the lease evacuates the zone but leaves its own service alone (skipped with the tag: no
+/// UpdateService, no record); when that task is stopped (AWS stops it, or the zone takes it down:
+/// SIGKILL, no word), the other takes the lease over, inherits the zone, and recovers it once the
+/// autoshift ends. The watcher's service is never changed.
+#[tokio::test]
+async fn issue_51_the_watcher_leaves_its_own_service_alone_when_its_zone_is_impaired() {
+    use common::estate::EcsSpec;
+    let moto = common::Moto::start();
+    let proxy = Proxy::start(&moto.endpoint);
+    let sdk = common::sdk_at(&proxy.endpoint).await;
+    let service = |cluster: &str, name: &str| EcsSpec {
+        cluster: cluster.into(),
+        name: name.into(),
+        vpc: "main".into(),
+        zones: vec!["use1-az1".into(), "use1-az2".into()],
+        network_mode: "awsvpc".into(),
+        controller: "ECS".into(),
+        assign_public_ip: "DISABLED".into(),
+        desired: 0,
+        tags: BTreeMap::new(),
+    };
+    let spec = Spec {
+        ecs_services: vec![service("prod", "web"), service("azevac-watcher", "watch")],
+        ..estate::groups_in_two_zones("10.35.0.0/16", &[])
+    };
+    estate::seed(&sdk, &spec).await;
+    common::tag_cluster(&sdk, "azevac-watcher", azevac::plan::SKIP_TAG, "azevac watcher cluster").await;
+    let before = common::live_services(&sdk).await;
+    azevac_at(&proxy.endpoint, &["init"], &[]).expect_code(0);
+    let url = queue(&sdk).await;
+    let args = [
+        "watch",
+        "--queue",
+        &url,
+        "--type",
+        "ecs",
+        "--poll-wait",
+        "1s",
+        "--lease",
+        "3s",
+    ];
+    let (mut first, first_lines) = watching(&proxy, &args).await;
+    let (mut second, second_lines) = spawn(&proxy, &args);
+    said(&second_lines, "standing by: watcher");
+
+    autoshift(&proxy, &sdk, &url, "e-1").await;
+    said(&first_lines, "evacuating use1-az2");
+    eventually("web is journalled and its evacuation done", || async {
+        journal_items(&sdk).await.len() == 1 && common::lock_items(&sdk).await.is_empty()
+    })
+    .await;
+    let live = common::live_services(&sdk).await;
+    assert_eq!(live["prod/web"].0.len(), 1, "web evacuated: {live:?}");
+    assert_eq!(live["azevac-watcher/watch"], before["azevac-watcher/watch"]);
+    let journalled: Vec<String> = journal_items(&sdk)
+        .await
+        .iter()
+        .map(|i| common::attr_s(i, "resource"))
+        .collect();
+    assert_eq!(journalled, ["arn:aws:ecs:us-east-1:123456789012:service/prod/web"]);
+
+    // The task in the impaired zone is stopped without a word; the other one takes over.
+    first.kill().expect("kill");
+    first.wait().expect("wait");
+    let took = said(&second_lines, "took the lease over from watcher");
+    assert!(took.contains("following use1-az2"), "{took}");
+    autoshift_ends(&proxy, &sdk, &url, "e-2").await;
+    said(&second_lines, "use1-az2 recovered: following no zone");
+    assert_eq!(common::live_services(&sdk).await, before);
+    let updates_of_the_watcher = proxy
+        .requests()
+        .iter()
+        .filter(|(label, body)| label == "ecs:UpdateService" && body.contains("azevac-watcher"))
+        .count();
+    assert_eq!(updates_of_the_watcher, 0, "the watcher's own service is never updated");
+    terminate(&second);
+    assert_eq!(second.wait().expect("wait").code(), Some(0));
+}
+
 #[tokio::test]
 async fn issue_33_watch_refuses_a_queue_it_cannot_read_and_init_turns_the_observer_on() {
     let moto = common::Moto::start();

@@ -282,6 +282,17 @@ pub async fn live_groups(sdk: &SdkConfig) -> BTreeMap<String, Vec<String>> {
         .collect()
 }
 
+/// Tag ECS cluster `cluster` `key=value` (the estate's seeder tags services only).
+pub async fn tag_cluster(sdk: &SdkConfig, cluster: &str, key: &str, value: &str) {
+    aws_sdk_ecs::Client::new(sdk)
+        .tag_resource()
+        .resource_arn(format!("arn:aws:ecs:{REGION}:123456789012:cluster/{cluster}"))
+        .tags(aws_sdk_ecs::types::Tag::builder().key(key).value(value).build())
+        .send()
+        .await
+        .expect("TagResource");
+}
+
 /// Every ECS service's awsvpc subnets, security groups and public-IP setting, by `cluster/service`.
 pub async fn live_services(sdk: &SdkConfig) -> BTreeMap<String, (Vec<String>, Vec<String>, String)> {
     let ecs = aws_sdk_ecs::Client::new(sdk);
