@@ -398,7 +398,7 @@ async fn issue_51_the_watcher_leaves_its_own_service_alone_when_its_zone_is_impa
         "3s",
     ];
     let (mut first, first_lines) = watching(&proxy, &args).await;
-    let (mut second, second_lines) = spawn(&proxy, &args);
+    let (mut second, second_lines) = spawn(&proxy.endpoint, &args);
     said(&second_lines, "standing by: watcher");
 
     autoshift(&proxy, &sdk, &url, "e-1").await;
