@@ -212,7 +212,22 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     let mut temporary = name.to_owned();
     temporary.push(format!(".{}.tmp", std::process::id()));
     let temporary = path.with_file_name(temporary);
-    let written = std::fs::File::create(&temporary).and_then(|mut file| file.write_all(text.as_bytes()));
+    // Never through what is already there (in a shared /tmp, a link someone else put in its
+    // place): one left by a crash of this PID is removed (`remove_file` takes the link itself, not
+    // what it points to), and the file is created anew or not at all.
+    let create = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)
+    };
+    let created = match create() {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(&temporary).and_then(|()| create())
+        }
+        other => other,
+    };
+    let written = created.and_then(|mut file| file.write_all(text.as_bytes()));
     match written.and_then(|()| std::fs::rename(&temporary, path)) {
         Ok(()) => Ok(()),
         Err(e) => {

@@ -734,7 +734,10 @@ impl Watch<'_> {
             }
         }
         if let Some(what) = &what {
-            if self.beacon.state() == State::Healthy {
+            // A run starts only under the lease (or as a dry run): that is the watcher at work, even
+            // right after a failed receive (the next receive says again if the queue still fails).
+            // Left `queue-unreadable`, its beats would send no `WATCHDOG=1` for the whole run.
+            if matches!(self.beacon.state(), State::Healthy | State::QueueUnreadable) {
                 let detail = match self.args.dry_run {
                     true => format!("{what}, changing nothing (--dry-run)"),
                     false => format!("holds the lease; {what}"),

@@ -26,6 +26,9 @@ pub struct Lease {
     pub(super) held: Mutex<BTreeMap<String, Instant>>,
     /// Until when a change this run gave up in flight may still land (the latest of them).
     pub(super) quiet: Mutex<Option<Instant>>,
+    /// Runs this run found dead on this host, and until when a call of theirs may still land (from
+    /// when it first found each gone).
+    pub(super) dead: Mutex<BTreeMap<String, Instant>>,
 }
 
 impl Lease {
@@ -39,6 +42,7 @@ impl Lease {
             in_flight,
             held: Mutex::new(BTreeMap::new()),
             quiet: Mutex::new(None),
+            dead: Mutex::new(BTreeMap::new()),
         })
     }
 

@@ -40,28 +40,44 @@ pub const TAKEOVER_WAIT_ENV: &str = "AZEVAC_TAKEOVER_WAIT";
 /// reads only after that: a run that took over at once could read the resource before it, plan from
 /// that read, and be overtaken (a recovery that found nothing to put back, deleting its record, and
 /// then the killed evacuation's change landing: the zone lost with nothing left to bring it back).
-async fn wait_for_dead_calls(locks: &[&Lock], interrupt: &Interrupt) -> bool {
+///
+/// The bound runs from when this run first found each holder gone (kept on `lease`, this run's
+/// own): its other batches and stages wait out the same moment, not a new one each, and it is said
+/// once.
+async fn wait_for_dead_calls(locks: &[&Lock], lease: &Lease, interrupt: &Interrupt) -> bool {
     let cap = std::env::var(TAKEOVER_WAIT_ENV)
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map_or(Duration::MAX, Duration::from_secs);
-    let wait = locks
-        .iter()
-        .map(|l| l.calls_may_land_for())
-        .max()
-        .unwrap_or_default()
-        .min(cap);
+    let now = Instant::now();
+    let mut first_seen: Vec<String> = Vec::new();
+    let deadline = {
+        let mut dead = lease.dead.lock().unwrap_or_else(|e| e.into_inner());
+        locks
+            .iter()
+            .map(|l| {
+                *dead.entry(l.run_id.clone()).or_insert_with(|| {
+                    first_seen.push(crate::text::clean(&l.run_id));
+                    now + l.calls_may_land_for().min(cap)
+                })
+            })
+            .max()
+            .unwrap_or(now)
+    };
+    let wait = deadline.saturating_duration_since(now);
     if wait.is_zero() {
         return true;
     }
-    let runs: std::collections::BTreeSet<String> = locks.iter().map(|l| crate::text::clean(&l.run_id)).collect();
-    crate::say!(
-        "azevac: run {} died on this host, and a call it sent may still land: waiting {}s before taking over \
-         its locks (Ctrl-C to stop; its resources are then left alone)",
-        runs.into_iter().collect::<Vec<_>>().join(", "),
-        wait.as_secs()
-    );
-    let deadline = Instant::now() + wait;
+    first_seen.sort();
+    first_seen.dedup();
+    if !first_seen.is_empty() {
+        crate::say!(
+            "azevac: run {} died on this host, and a call it sent may still land: waiting {}s before taking \
+             over its locks (Ctrl-C to stop; its resources are then left alone)",
+            first_seen.join(", "),
+            wait.as_secs()
+        );
+    }
     while Instant::now() < deadline {
         if interrupt.requested() {
             return false;
@@ -94,7 +110,7 @@ impl Journal {
                 _ => None,
             })
             .collect();
-        let dead: BTreeMap<String, String> = if gone.is_empty() || wait_for_dead_calls(&gone, interrupt).await {
+        let dead: BTreeMap<String, String> = if gone.is_empty() || wait_for_dead_calls(&gone, lease, interrupt).await {
             gone.iter().map(|l| (l.resource.clone(), l.run_id.clone())).collect()
         } else {
             BTreeMap::new()

@@ -1103,8 +1103,11 @@ async fn issue_50_a_killed_runs_change_in_flight_lands_before_its_locks_are_take
     }
     problems.extend(watch.forgotten(&sdk).await);
 
-    // C waits too; A's update lands meanwhile, and C recovers from the state it left.
-    let mut c = Running::start_with(&moto.endpoint, &recover, &env);
+    // C waits too; A's update lands meanwhile, and C recovers from the state it left. One group at a
+    // time, so one batch after another finds A's locks: the wait runs from C's first sight of A's
+    // death, once, not once a batch.
+    let one_at_a_time: Vec<&str> = recover.iter().copied().chain(["--concurrency", "1"]).collect();
+    let mut c = Running::start_with(&moto.endpoint, &one_at_a_time, &env);
     if !said(&mut c, "may still land") {
         problems.push("C took A's locks over at once".into());
     }
@@ -1120,6 +1123,10 @@ async fn issue_50_a_killed_runs_change_in_flight_lands_before_its_locks_are_take
                     line_of(&run, "b"),
                     run.stderr
                 ));
+            }
+            let waits = run.stderr.matches("may still land").count();
+            if waits != 1 {
+                problems.push(format!("C waits once for A's calls, not {waits} times: {}", run.stderr));
             }
         }
     }
