@@ -11,7 +11,7 @@ use std::process::Child;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use common::proxy::{FailRule, Fault, Faults, Proxy};
+use common::proxy::{FailRule, Fault, Faults, Hold, Proxy};
 use common::{azevac_at, Run};
 
 use crate::watch::{eventually, first_look_done, said, terminate, watch_args_leased, watched_estate};
@@ -388,4 +388,35 @@ fn issue_51_health_without_a_readable_file_is_bad_input_in_one_line() {
         &[],
     );
     one_line(&run, "cannot write the health file");
+}
+
+/// A run the watcher starts is the watcher at work: right after a failed receive too. The receives
+/// fail, ARC shifts traffic away from the zone, and the next resync evacuates it; while that
+/// evacuation runs (one of its changes parked at the proxy), the watcher is healthy. Left
+/// `queue-unreadable`, it would send systemd no `WATCHDOG=1` and have ECS replace it mid-run.
+#[tokio::test]
+async fn issue_51_a_watcher_evacuating_right_after_a_failed_receive_is_healthy() {
+    let scene = Scene::new().await;
+    let (proxy, file) = (&scene.proxy, scene.file("health.json"));
+    let args = watch_args_leased(&scene.url, "10s", &["--resync", "10s"]);
+    let (watcher, lines) = spawn_watcher(proxy, &args, &file, &[]);
+    said(&lines, "holds the lease");
+    scene.refuse("sqs:ReceiveMessage", "");
+    health_until(proxy, &file, &[], 1, "queue-unreadable since").await;
+    proxy.hold(Hold {
+        label: Some("autoscaling:UpdateAutoScalingGroup".into()),
+        body_contains: String::new(),
+        nth: 1,
+    });
+    proxy.arc.lock().expect("arc").autoshift(common::ZONE);
+    assert!(
+        proxy.wait_held(None, Duration::from_secs(60)).is_some(),
+        "the resync never evacuated the zone"
+    );
+    health_until(proxy, &file, &[], 0, "evacuating").await;
+    proxy.release();
+    proxy.set(Faults::default());
+    // The evacuation ends and the queue reads again: stopped then, not mid-run (exit 143).
+    health_until(proxy, &file, &[], 0, "following use1-az2; reads its queue").await;
+    stop(watcher);
 }
