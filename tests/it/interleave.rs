@@ -874,15 +874,11 @@ async fn issue_31_ctrl_c_finishes_what_is_in_flight_and_releases_every_lock() {
         .expect("kill -INT");
     assert!(signalled.success());
     // The signal is taken (its line on stderr) before the parked call is let go.
-    let deadline = Instant::now() + HOLD_WAIT;
-    while !a.stderr_so_far().contains("interrupted") {
-        assert!(
-            Instant::now() < deadline,
-            "no word of the interrupt: {}",
-            a.stderr_so_far()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        said(&mut a, "interrupted"),
+        "no word of the interrupt: {}",
+        a.stderr_so_far()
+    );
     proxy.release();
     let mut problems = Vec::new();
     match a.finish(RUN_WAIT) {

@@ -877,6 +877,11 @@ fn error_response(service: &str, fault: Fault) -> Response<Body> {
         Fault::Refuse { message, .. } => message,
         _ => "injected by the azevac test proxy",
     };
+    service_error(service, status, code, message)
+}
+
+/// `service`'s error `code` with `message`, in its wire format (XML, JSON or CBOR), as AWS answers it.
+pub(super) fn service_error(service: &str, status: u16, code: &str, message: &str) -> Response<Body> {
     // As the wire format writes text: the message may hold <, & or a quote.
     let json_message = serde_json::to_string(message).expect("a string");
     let xml_message = message.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");

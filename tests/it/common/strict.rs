@@ -154,7 +154,10 @@ impl Strict {
                 } else {
                     let id = key.trim_start_matches("ec2:");
                     let message = format!("The VPC endpoint {id} is in the pending state and cannot be modified.");
-                    ("IncorrectState", ec2_error(400, "IncorrectState", &message))
+                    (
+                        "IncorrectState",
+                        super::proxy::service_error("ec2", 400, "IncorrectState", &message),
+                    )
                 };
                 self.refusals.push(format!("{service}:{code}"));
                 return Before::Answer(refusal);
@@ -482,18 +485,6 @@ fn updated(service: &str, uri: &str, action: &str, body: &str) -> Option<String>
             .map(|id| format!("ec2:{id}")),
         _ => None,
     }
-}
-
-/// An error in EC2's XML.
-fn ec2_error(status: u16, code: &str, message: &str) -> Response<Body> {
-    Response::builder()
-        .status(status)
-        .header("content-type", "text/xml")
-        .body(Body::from(format!(
-            "<Response><Errors><Error><Code>{code}</Code><Message>{message}</Message></Error></Errors>\
-             <RequestID>strict</RequestID></Response>"
-        )))
-        .expect("response")
 }
 
 /// An error in a JSON service's wire format.
