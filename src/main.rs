@@ -7,7 +7,7 @@ use azevac::commands;
 #[tokio::main]
 async fn main() {
     let cli = azevac::cli::parse();
-    azevac::events::init(cli.global.log_format);
+    azevac::process::events::init(cli.global.log_format);
     init_logging(cli.global.verbose);
     raise_open_files();
     let code = match commands::run(&cli).await {
@@ -71,7 +71,7 @@ fn init_logging(verbose: u8) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     // `--log-format json`: the SDK's and azevac's log lines are JSON objects too.
-    if azevac::events::json() {
+    if azevac::process::events::json() {
         logs.json().init();
     } else {
         logs.with_ansi(colour).init();

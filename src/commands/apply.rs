@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::{Context, EXIT_OK};
 use crate::cli;
-use crate::plan::{self, Command, Plan};
+use crate::model::plan::{self, Command, Plan};
 use crate::{Error, Result};
 
 /// The document `--dry-run --output json` prints: the plan, and whether it was a dry run.
@@ -36,7 +36,7 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
     }
     let saved = read(&args.plan)?;
     if saved.plan.region != ctx.region {
-        let region = crate::text::clean(&saved.plan.region);
+        let region = crate::model::text::clean(&saved.plan.region);
         return Err(Error::BadInput(format!(
             "{shown} is a plan for region {region}, but this run is in {}: pass --region {region}",
             ctx.region
@@ -63,14 +63,14 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
         .map_or(args.wait.wait_timeout, std::time::Duration::from_secs);
     let gates = super::waves::Gates::of(ctx, request, wait_timeout, args.kubeconfig.clone())?;
     let given = args.role.fleet();
-    crate::accounts::validate_role(&given)?;
+    crate::app::accounts::validate_role(&given)?;
     let other_role = if assumes_roles(&saved.plan) {
-        crate::accounts::role_difference(&request.fleet, &given, &ctx.region)
+        crate::app::accounts::role_difference(&request.fleet, &given, &ctx.region)
     } else {
         None
     };
     if let Some(difference) = other_role.as_ref().filter(|_| args.yes && !args.accept_plan_role) {
-        let flags = crate::accounts::role_flags(&request.fleet);
+        let flags = crate::app::accounts::role_flags(&request.fleet);
         let same = if flags.is_empty() {
             "apply it without role flags".to_owned()
         } else {
@@ -84,7 +84,11 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
     crate::say!("azevac: {shown} was made with these settings (a plan file can be edited: check them):");
     for (setting, value) in settings(&saved.plan, &ctx.region) {
         // A kind's option is named by the plan file's own key: both sides are the file's text.
-        crate::say!("  {}: {}", crate::text::clean(&setting), crate::text::clean(&value));
+        crate::say!(
+            "  {}: {}",
+            crate::model::text::clean(&setting),
+            crate::model::text::clean(&value)
+        );
     }
     if let Some(difference) = other_role.filter(|_| !args.accept_plan_role) {
         let question = format!("{difference}. Act under the plan's identity?");
@@ -178,7 +182,7 @@ fn settings(plan: &Plan, region: &str) -> Vec<(String, String)> {
     if assumes_roles(plan) {
         out.push((
             "role assumed in each account",
-            crate::accounts::role_template(fleet, region),
+            crate::app::accounts::role_template(fleet, region),
         ));
         out.push((
             "external ID",
@@ -239,7 +243,7 @@ fn read(path: &Path) -> Result<Saved> {
             "{shown} is not a saved azevac plan ({}): save one with \
              `azevac evacuate --az-id AZ_ID --dry-run --output json > plan.json`",
             // serde quotes the file's text (an unknown value), line breaks and escapes included.
-            crate::text::clean(&e.to_string())
+            crate::model::text::clean(&e.to_string())
         ))
     })?;
     if !saved.dry_run {
@@ -259,7 +263,7 @@ fn matches_live(saved: &Plan, live: &Plan, shown: &str) -> Result<()> {
     }
     crate::say!("azevac: the live state no longer gives the plan in {shown}:");
     for line in &differences {
-        crate::say!("  {}", crate::text::clean(line));
+        crate::say!("  {}", crate::model::text::clean(line));
     }
     Err(Error::BadInput(format!(
         "{shown} no longer matches the live state ({} line(s) differ, listed above); nothing changed: \

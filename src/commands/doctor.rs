@@ -6,13 +6,13 @@
 use aws_config::retry::RetryConfig;
 
 use super::{Context, EXIT_FAILED, EXIT_OK};
-use crate::check::{self, Check};
 use crate::cli;
 use crate::error::describe;
 use crate::journal::Journal;
+use crate::model::check::{self, Check};
+use crate::model::topology::Zones;
 use crate::model::Request;
 use crate::plugins::{Setup, REGISTRY};
-use crate::topology::Zones;
 use crate::{Error, Result};
 
 /// Attempts per call: a check that fails says so within seconds, instead of after a run's patient
@@ -21,7 +21,7 @@ const ATTEMPTS: u32 = 2;
 
 /// Run `azevac doctor`; returns the exit code (1 when any check failed).
 pub async fn run(ctx: &Context, args: &cli::Doctor) -> Result<i32> {
-    crate::accounts::validate(&args.accounts.fleet(), &[])?;
+    crate::app::accounts::validate(&args.accounts.fleet(), &[])?;
     let sdk = ctx
         .sdk
         .to_builder()
@@ -328,7 +328,7 @@ async fn accounts(ctx: &Context, args: &cli::Doctor) -> Vec<Check> {
     if fleet.is_empty() {
         return Vec::new();
     }
-    let accounts = match crate::accounts::resolve(&ctx.sdk, &fleet).await {
+    let accounts = match crate::app::accounts::resolve(&ctx.sdk, &fleet).await {
         Ok(accounts) => accounts,
         Err(e) => {
             return vec![Check::fail(
@@ -357,7 +357,7 @@ async fn accounts(ctx: &Context, args: &cli::Doctor) -> Vec<Check> {
             &name,
             format!(
                 "sts:AssumeRole: {}",
-                crate::accounts::role_arn(&fleet, &account, &ctx.region)
+                crate::app::accounts::role_arn(&fleet, &account, &ctx.region)
             ),
         ));
         let member = ctx.with_sdk(sdk);

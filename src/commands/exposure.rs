@@ -1,19 +1,19 @@
 //! `azevac exposure`: what has presence in a zone now, and for each what azevac does about it (the
 //! `--type` that moves it) or why it cannot. Read-only: every registered type contributes its
 //! findings through [`Plugin::exposure`](crate::plugins::Plugin::exposure), and the kinds no plugin
-//! moves come from [`crate::exposure`]. A kind that cannot be read is one problem line; the others
+//! moves come from [`crate::app::exposure`]. A kind that cannot be read is one problem line; the others
 //! are still listed.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Context, EXIT_EXPOSED, EXIT_FAILED, EXIT_OK};
+use crate::app::exposure::{Where, KINDS};
 use crate::cli;
 use crate::error::describe;
-use crate::exposure::{Where, KINDS};
+use crate::model::topology::{self, Zones};
 use crate::model::{Command, Fleet, Request};
 use crate::plugins::{self, Scope, Setup};
 use crate::report::{self, Exposure};
-use crate::topology::{self, Zones};
 use crate::Result;
 
 /// Run `azevac exposure`; returns the exit code: 3 with `--fail-if-exposed` when something movable
@@ -22,7 +22,7 @@ use crate::Result;
 /// its role, side by side; one that cannot be reached is one problem line.
 pub async fn run(ctx: &Context, args: &cli::Exposure) -> Result<i32> {
     let fleet = args.accounts.fleet();
-    crate::accounts::validate(&fleet, &[])?;
+    crate::app::accounts::validate(&fleet, &[])?;
     if !fleet.is_empty() && !args.kube.contexts.is_empty() {
         return Err(crate::Error::BadInput(
             "--kube-context reaches clusters, not AWS accounts: run `azevac exposure --kube-context ...` without \
@@ -50,7 +50,7 @@ pub async fn run(ctx: &Context, args: &cli::Exposure) -> Result<i32> {
 /// reached or read is a problem line, and the others are still listed. A zone that exists in no
 /// account is the one error (exit 2).
 async fn across_accounts(ctx: &Context, args: &cli::Exposure, fleet: &Fleet) -> Result<Exposure> {
-    let accounts = crate::accounts::resolve(&ctx.sdk, fleet).await?;
+    let accounts = crate::app::accounts::resolve(&ctx.sdk, fleet).await?;
     let reached = ctx.assume_each(fleet, accounts).await;
     let read = super::fanout::side_by_side(
         ctx.account_concurrency,

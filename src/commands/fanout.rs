@@ -10,11 +10,11 @@ use aws_config::SdkConfig;
 use futures::StreamExt;
 
 use super::Context;
+use crate::aws::stats::Phases;
 use crate::engine::{self, Prepared, Settings};
 use crate::error::describe;
 use crate::journal::{Audit, Journal, Owner};
 use crate::model::{Command, Fleet, Plan, Request};
-use crate::stats::Phases;
 use crate::{Error, Result};
 
 /// One account a command acts in.
@@ -128,7 +128,7 @@ impl Context {
         let fleet = &request.fleet;
         let mut targets = Vec::new();
         let accounts = if !fleet.is_empty() {
-            crate::accounts::resolve(&self.sdk, fleet).await?
+            crate::app::accounts::resolve(&self.sdk, fleet).await?
         } else if command == Command::Recover {
             let (stamped, own) = self.accounts_with_records(az_id, request).await?;
             // The caller's own account is one part, with the caller's credentials: its records
@@ -272,13 +272,14 @@ impl Context {
         side_by_side(
             self.account_concurrency,
             accounts.into_iter().map(|account| {
-                let role = crate::accounts::role_arn(fleet, &account, &region);
+                let role = crate::app::accounts::role_arn(fleet, &account, &region);
                 let session = format!("azevac-{}", self.run_id);
                 // Each account's control plane has its own quotas: its own pacing buckets.
-                let http = crate::pacing::default_http_client().map(|h| self.pacing.wrap(h));
+                let http = crate::aws::pacing::default_http_client().map(|h| self.pacing.wrap(h));
                 async move {
                     let sdk =
-                        crate::accounts::assume(&self.sdk, &role, &session, fleet.external_id.as_deref(), http).await;
+                        crate::app::accounts::assume(&self.sdk, &role, &session, fleet.external_id.as_deref(), http)
+                            .await;
                     (account, sdk)
                 }
             }),

@@ -3,7 +3,7 @@
 //! health check. Exit 0 healthy, 1 unhealthy or stalled, 2 no readable file.
 
 use super::{EXIT_FAILED, EXIT_OK};
-use crate::health::{self, HEALTH_FILE_ENV};
+use crate::app::health::{self, HEALTH_FILE_ENV};
 use crate::{cli, Error, Result};
 
 /// Read the health file, judge it now and print one line; returns the exit code.

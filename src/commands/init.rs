@@ -8,8 +8,8 @@ pub async fn run(ctx: &Context, args: &crate::cli::Init) -> Result<i32> {
     let created = ctx.journal.create().await?;
     // A new journal gets point-in-time recovery; an existing one whatever protection it lacks.
     let mut turned_on = ctx.journal.protect().await?;
-    if args.autoshift_observer && !crate::autoshift::arc::observing(&ctx.sdk).await? {
-        crate::autoshift::arc::observe(&ctx.sdk).await?;
+    if args.autoshift_observer && !crate::app::autoshift::arc::observing(&ctx.sdk).await? {
+        crate::app::autoshift::arc::observe(&ctx.sdk).await?;
         turned_on.push("the autoshift observer notification");
     }
     let table = ctx.journal.table();

@@ -62,7 +62,7 @@ pub struct Context {
     /// With `--accounts`: how many accounts are planned and changed at once.
     pub account_concurrency: usize,
     /// Requests per second per service, for the clients of each account a run reaches.
-    pub pacing: crate::pacing::Limits,
+    pub pacing: crate::aws::pacing::Limits,
     /// This run's ID: in every record it writes, and the session name of every role it assumes.
     pub run_id: String,
     /// `--show-skipped`: list every skipped line of a plan.
@@ -73,13 +73,13 @@ pub struct Context {
     caller: tokio::sync::OnceCell<(String, String)>,
     /// What stops this run's changes: its own signal listener when `None`; a watcher's run is
     /// stopped by the watcher's signals and by the loss of its lease.
-    pub interrupt: Option<crate::interrupt::Interrupt>,
+    pub interrupt: Option<crate::process::interrupt::Interrupt>,
 }
 
 impl Context {
     /// Load the SDK configuration from the flags and the SDK's own chain.
     pub async fn connect(global: &cli::Global, az_id: Option<&str>) -> Result<Self> {
-        let pacing = crate::pacing::Limits::default().with_overrides(&global.max_rate);
+        let pacing = crate::aws::pacing::Limits::default().with_overrides(&global.max_rate);
         pacing.check(global.attempt_timeout, usize::from(global.concurrency))?;
         let sdk = crate::aws::load(&crate::aws::Connection {
             az_id: az_id.map(str::to_owned),
@@ -97,7 +97,7 @@ impl Context {
             output: global.output,
             concurrency: usize::from(global.concurrency),
             stats: global.stats,
-            progress: !global.no_progress && !crate::events::json(),
+            progress: !global.no_progress && !crate::process::events::json(),
             lease: global.lease,
             operation_timeout: global.operation_timeout,
             account_concurrency: usize::from(global.account_concurrency),
@@ -122,7 +122,7 @@ impl Context {
             }
         };
         let run_id = self.run_id.clone();
-        crate::say!("azevac: run {run_id} as {}", crate::text::clean(&caller));
+        crate::say!("azevac: run {run_id} as {}", crate::model::text::clean(&caller));
         Audit {
             run_id,
             caller,
@@ -169,7 +169,7 @@ impl Context {
     /// This context for another run, stopped by `interrupt`: the same connection, table and
     /// settings, a new run ID (each evacuation or recovery a watcher carries out is a run of its own
     /// in the journal), and the journal read afresh (what an earlier run read is stale by now).
-    pub fn for_another_run(&self, interrupt: crate::interrupt::Interrupt) -> Context {
+    pub fn for_another_run(&self, interrupt: crate::process::interrupt::Interrupt) -> Context {
         Context {
             run_id: uuid::Uuid::now_v7().to_string(),
             journal: self.journal.fresh(),
@@ -229,13 +229,15 @@ impl Context {
             return Default::default();
         }
         let ec2 = crate::client!(aws_sdk_ec2, sdk);
-        crate::topology::subnet_names(&ec2, &ids).await.unwrap_or_else(|e| {
-            crate::say!(
-                "azevac: warning: could not read the subnets' Name tags: {}",
-                crate::report::clean(&describe(&e))
-            );
-            Default::default()
-        })
+        crate::model::topology::subnet_names(&ec2, &ids)
+            .await
+            .unwrap_or_else(|e| {
+                crate::say!(
+                    "azevac: warning: could not read the subnets' Name tags: {}",
+                    crate::report::clean(&describe(&e))
+                );
+                Default::default()
+            })
     }
 
     /// Print the plan without changing anything (a dry run, or nothing to do); returns the exit code.
@@ -346,14 +348,14 @@ impl Context {
             interrupt: self
                 .interrupt
                 .clone()
-                .unwrap_or_else(crate::interrupt::Interrupt::listen),
+                .unwrap_or_else(crate::process::interrupt::Interrupt::listen),
             run_events: true,
         };
-        let notifier = crate::notify::Notifier::new(&self.sdk, notify);
+        let notifier = crate::app::notify::Notifier::new(&self.sdk, notify);
         let started = std::time::Instant::now();
         // The start message goes out first but never holds the first change back: a slow or
         // unreachable SNS endpoint costs the evacuation nothing.
-        let start = crate::notify::started(plan, &audit);
+        let start = crate::app::notify::started(plan, &audit);
         let carried = async {
             match gates {
                 None => {
@@ -370,7 +372,7 @@ impl Context {
         };
         let (_, (mut plan, phases, stopped)) = tokio::join!(notifier.publish(&start), carried);
         notifier
-            .publish(&crate::notify::ended(&plan, &audit, started.elapsed()))
+            .publish(&crate::app::notify::ended(&plan, &audit, started.elapsed()))
             .await;
         self.attach_stats(&mut plan, &phases);
         crate::report::print(&plan, self.output, crate::report::Phase::Result, &view);
@@ -398,7 +400,7 @@ impl Context {
     }
 
     /// With `--stats`: attach the counts and times to the plan and print them on stderr.
-    fn attach_stats(&self, plan: &mut Plan, phases: &crate::stats::Phases) {
+    fn attach_stats(&self, plan: &mut Plan, phases: &crate::aws::stats::Phases) {
         if self.stats {
             let stats = phases.stats();
             crate::say!("{}", stats.render().trim_end());

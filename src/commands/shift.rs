@@ -5,9 +5,9 @@
 
 use super::{Context, EXIT_OK};
 use crate::cli;
+use crate::model::topology::Zones;
 use crate::model::Command;
 use crate::plugins::zonal_shift::TYPE;
-use crate::topology::Zones;
 use crate::{Error, Result};
 
 /// Run `azevac shift ...`; returns the exit code.
@@ -75,7 +75,7 @@ async fn extended_zone(ctx: &Context, az_id: Option<&str>) -> Result<Option<Stri
         1 => Ok(zones.into_iter().next()),
         _ => Err(Error::BadInput(format!(
             "azevac's zonal shifts are away from several zones ({}): name one with --az-id",
-            crate::text::clean(&zones.into_iter().collect::<Vec<_>>().join(", "))
+            crate::model::text::clean(&zones.into_iter().collect::<Vec<_>>().join(", "))
         ))),
     }
 }

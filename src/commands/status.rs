@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use super::{Context, EXIT_EXPOSED, EXIT_OK};
 use crate::cli;
 use crate::error::describe;
+use crate::model::topology::Zones;
 use crate::model::{Fleet, Record};
 use crate::plugins::zonal_shift::{self, expiry, expiry::ShiftExpiry};
 use crate::report;
-use crate::topology::Zones;
 use crate::Result;
 
 /// Run `azevac status`; returns the exit code.
@@ -40,11 +40,11 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     }
     // `--accounts`: only those accounts' records (default: every account's).
     let fleet = args.accounts.fleet();
-    crate::accounts::validate(&fleet, &[])?;
+    crate::app::accounts::validate(&fleet, &[])?;
     let mut accounts = Vec::new();
     let mut own = None;
     if !fleet.is_empty() {
-        accounts = crate::accounts::resolve(&ctx.sdk, &fleet).await?;
+        accounts = crate::app::accounts::resolve(&ctx.sdk, &fleet).await?;
         // Records written with the caller's own credentials are its own account's.
         let caller = ctx.caller_account().await?;
         records.retain(|r| accounts.contains(r.account_id.as_ref().unwrap_or(&caller)));
@@ -108,8 +108,8 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     let ending: Vec<_> = shifts.iter().filter(|s| s.expiring(within)).collect();
     if !ending.is_empty() && !args.notify.topics.is_empty() {
         let caller = ctx.audit(None).await.caller;
-        let message = crate::notify::shifts_ending(&ctx.region, &caller, &ending);
-        crate::notify::Notifier::new(&ctx.sdk, &args.notify.topics)
+        let message = crate::app::notify::shifts_ending(&ctx.region, &caller, &ending);
+        crate::app::notify::Notifier::new(&ctx.sdk, &args.notify.topics)
             .publish(&message)
             .await;
     }
@@ -177,7 +177,7 @@ pub(super) async fn shift_expiries(
             Ok(read) => expiries.extend(read),
             Err(e) => {
                 problems.push(cannot_read(None, &e));
-                let why = format!("ARC could not be read: {}", crate::text::clean(&describe(&e)));
+                let why = format!("ARC could not be read: {}", crate::model::text::clean(&describe(&e)));
                 expiries.extend(mine.iter().map(|r| expiry::not_checked(r, &why)));
             }
         }
@@ -204,7 +204,7 @@ pub(super) async fn shift_expiries(
             Ok(read) => expiries.extend(read),
             Err((e, what)) => {
                 problems.push(cannot_read(Some(&account), &e));
-                let why = format!("{what}: {}", crate::text::clean(&describe(&e)));
+                let why = format!("{what}: {}", crate::model::text::clean(&describe(&e)));
                 expiries.extend(theirs.iter().map(|r| expiry::not_checked(r, &why)));
             }
         }

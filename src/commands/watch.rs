@@ -19,14 +19,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{Context, EXIT_OK};
-use crate::autoshift::arc::{self, Away};
-use crate::autoshift::event::{self, Change, Origin};
-use crate::autoshift::queue::{Message, Queue};
+use crate::app::autoshift::arc::{self, Away};
+use crate::app::autoshift::event::{self, Change, Origin};
+use crate::app::autoshift::queue::{Message, Queue};
+use crate::app::health::{Beacon, State};
+use crate::app::notify::Notifier;
 use crate::cli;
-use crate::health::{Beacon, State};
 use crate::journal::{Claim, Journal, Watcher};
-use crate::notify::Notifier;
-use crate::text::clean;
+use crate::model::text::clean;
 use crate::{Error, Result};
 
 /// How many event and message IDs are remembered as judged (a redelivery is recognised among them).
@@ -54,7 +54,7 @@ pub async fn run(ctx: &Context, args: &cli::Watch) -> Result<i32> {
     let bound = stall_bound(ctx.lease, ctx.operation_timeout, args.poll_wait);
     let beacon =
         Arc::new(Beacon::start(args.health_file.clone(), &ctx.run_id, &ctx.region, bound).map_err(Error::BadInput)?);
-    if let Some(watchdog) = crate::health::watchdog() {
+    if let Some(watchdog) = crate::app::health::watchdog() {
         if watchdog <= bound {
             crate::say!(
                 "azevac: warning: watch: systemd's WatchdogSec ({}) is not above the longest a healthy watcher goes \
@@ -126,7 +126,7 @@ async fn watch(ctx: &Context, args: &cli::Watch, beacon: &Arc<Beacon>) -> Result
         args,
         queue,
         notifier: Notifier::new(&ctx.sdk, &args.notify.topics),
-        interrupt: crate::interrupt::Interrupt::listen(),
+        interrupt: crate::process::interrupt::Interrupt::listen(),
         leader: None,
         judged: Remembered::default(),
         unfollowed: BTreeSet::new(),
@@ -146,7 +146,7 @@ async fn watch(ctx: &Context, args: &cli::Watch, beacon: &Arc<Beacon>) -> Result
 async fn rehearse(ctx: &Context, args: &cli::Watch) -> Result<()> {
     let planned = tokio::time::timeout(REHEARSAL, async {
         let ec2 = crate::client!(aws_sdk_ec2, &ctx.sdk);
-        let zones = crate::topology::Zones::load(&ec2, &ctx.region).await?;
+        let zones = crate::model::topology::Zones::load(&ec2, &ctx.region).await?;
         let Some(zone) = zones.all().first() else {
             return Ok(Vec::new());
         };
@@ -200,7 +200,7 @@ struct Watch<'a> {
     args: &'a cli::Watch,
     queue: Queue,
     notifier: Notifier,
-    interrupt: crate::interrupt::Interrupt,
+    interrupt: crate::process::interrupt::Interrupt,
     /// The lease, while this watcher holds it (never with `--dry-run`, which takes none).
     leader: Option<Leadership>,
     /// The lease item as this watcher would write it (the zone followed, when it last heard).
@@ -717,7 +717,7 @@ impl Watch<'_> {
 
     /// The interrupt of one run the watcher carries out: stopped by the watcher's signals, and by
     /// the loss of its lease (from then on another watcher may act).
-    fn guarded(&self) -> crate::interrupt::Interrupt {
+    fn guarded(&self) -> crate::process::interrupt::Interrupt {
         let run = self.interrupt.linked();
         if let Some(leader) = &self.leader {
             leader.guard(&run);
@@ -797,8 +797,8 @@ impl Watch<'_> {
 
     /// Tell the operator (stderr or the JSON log, and `--notify`) what the watcher decided.
     async fn decide(&self, event: &str, what: String, details: Vec<String>) {
-        if crate::events::json() {
-            crate::events::note(
+        if crate::process::events::json() {
+            crate::process::events::note(
                 "INFO",
                 &format!("watch_{event}"),
                 serde_json::json!({
@@ -819,7 +819,7 @@ impl Watch<'_> {
             true => format!("(dry run) {what}"),
             false => what,
         };
-        let message = crate::notify::watcher(&self.ctx.region, &self.me.caller, event, &what, &details);
+        let message = crate::app::notify::watcher(&self.ctx.region, &self.me.caller, event, &what, &details);
         self.notifier.publish(&message).await;
     }
 
@@ -901,7 +901,7 @@ struct LeaseState {
     /// Set when a renewal found the lease another's.
     lost: AtomicBool,
     /// The interrupt of the run the watcher carries out now, stopped once the lease is lost.
-    run: Mutex<Option<crate::interrupt::Interrupt>>,
+    run: Mutex<Option<crate::process::interrupt::Interrupt>>,
     /// The last renewal's error, until one succeeds: why the lease was lost, if it is.
     failed: Mutex<Option<String>>,
     /// The watcher's health: a renewal while a run is in flight is its beat (the loop does not
@@ -1046,7 +1046,7 @@ impl Leadership {
     }
 
     /// Stop `run` once the lease is lost (at once if it already is).
-    fn guard(&self, run: &crate::interrupt::Interrupt) {
+    fn guard(&self, run: &crate::process::interrupt::Interrupt) {
         *self.state.run.lock().unwrap_or_else(|e| e.into_inner()) = Some(run.clone());
         if !self.holds() {
             run.stop(LEASE_LOST);

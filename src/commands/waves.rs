@@ -13,14 +13,14 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use super::{Context, Fanout};
-use crate::alarms::{self, Alarms};
+use crate::app::notify::Notifier;
+use crate::app::waves::{Mark, Unit};
+use crate::aws::alarms::{self, Alarms};
 use crate::engine::{self, Settings};
 use crate::journal::Audit;
 use crate::model::OnAlarm;
 use crate::model::{Command, Item, Plan, Request, Status};
-use crate::notify::Notifier;
 use crate::plugins::Stage;
-use crate::waves::{Mark, Unit};
 use crate::{Error, Result};
 
 /// How often the alarms are read while a wave waits for them or bakes (and once more at the end of
@@ -31,7 +31,7 @@ const TICK: Duration = Duration::from_millis(250);
 
 /// What a recovery in waves is gated on, from the command line.
 pub struct Gates {
-    waves: crate::waves::Waves,
+    waves: crate::app::waves::Waves,
     bake: Duration,
     alarms: Option<Alarms>,
     on_alarm: OnAlarm,
@@ -180,7 +180,7 @@ impl Cut {
             let mut names: Vec<String> = wave
                 .iter()
                 .take(NAMES)
-                .map(|&u| crate::text::clean(&self.names[u]))
+                .map(|&u| crate::model::text::clean(&self.names[u]))
                 .collect();
             if wave.len() > NAMES {
                 names.push(format!("and {} more", wave.len() - NAMES));
@@ -189,7 +189,7 @@ impl Cut {
                 "azevac: {}: {} resource(s) ({}): {}",
                 self.title(n),
                 wave.len(),
-                crate::waves::summary(&self.units, wave),
+                crate::app::waves::summary(&self.units, wave),
                 names.join(", ")
             );
         }
@@ -233,9 +233,9 @@ fn unit(item: &Item, gates: &Gates) -> Unit {
 }
 
 /// `picked` (indices into `units`) cut into `waves`, as indices into `units`.
-fn cut_into(units: &[Unit], picked: &[usize], waves: &crate::waves::Waves) -> Vec<Vec<usize>> {
+fn cut_into(units: &[Unit], picked: &[usize], waves: &crate::app::waves::Waves) -> Vec<Vec<usize>> {
     let some: Vec<Unit> = picked.iter().map(|&u| units[u].clone()).collect();
-    crate::waves::cut(&some, waves)
+    crate::app::waves::cut(&some, waves)
         .into_iter()
         .map(|wave| wave.into_iter().map(|i| picked[i]).collect())
         .collect()
@@ -265,7 +265,7 @@ pub struct Outcome {
     /// The plan, every line as its wave left it (the waves not started: skipped, records kept).
     pub plan: Plan,
     /// Wall-clock phases of the first wave, for `--stats`.
-    pub phases: crate::stats::Phases,
+    pub phases: crate::aws::stats::Phases,
     /// Why it stopped before the last wave, if it did (an interrupt is the interrupt's to say).
     pub halted: Option<Halt>,
 }
@@ -301,7 +301,7 @@ impl Context {
         let mut plan = prepared.plan.clone();
         let cut = Cut::of(&prepared, gates);
         let total = cut.waves.len();
-        let timeline = crate::events::Timeline::start(&plan, audit, true);
+        let timeline = crate::process::events::Timeline::start(&plan, audit, true);
         let wave_settings = Settings {
             run_events: false,
             ..settings.clone()
@@ -322,12 +322,12 @@ impl Context {
                 break;
             }
             let lines = cut.lines_of(n);
-            let summary = crate::waves::summary(&cut.units, &cut.waves[n]);
+            let summary = crate::app::waves::summary(&cut.units, &cut.waves[n]);
             crate::say!(
                 "azevac: {title}: putting back {} resource(s) ({summary})",
                 cut.waves[n].len()
             );
-            crate::events::note(
+            crate::process::events::note(
                 "INFO",
                 "wave_started",
                 serde_json::json!({"run_id": audit.run_id, "wave": n + 1, "waves": total,
@@ -348,7 +348,7 @@ impl Context {
             timeline.seen(&plan);
             let count = |s: Status| lines.iter().filter(|&&i| plan.items[i].status == s).count();
             let (done, failed) = (count(Status::Done), count(Status::Failed));
-            crate::events::note(
+            crate::process::events::note(
                 if failed > 0 { "WARN" } else { "INFO" },
                 "wave_done",
                 serde_json::json!({"run_id": audit.run_id, "wave": n + 1, "waves": total,
@@ -367,7 +367,7 @@ impl Context {
             }
             crate::say!("azevac: {what}; baking {}", humantime::format_duration(gates.bake));
             notifier
-                .publish(&crate::notify::wave(
+                .publish(&crate::app::notify::wave(
                     &plan,
                     audit,
                     &format!("wave-{}", n + 1),
@@ -399,13 +399,13 @@ impl Context {
         }
         if let Some(halt) = &halted {
             crate::say!("azevac: error: recovery stopped: {halt}");
-            crate::events::note(
+            crate::process::events::note(
                 "ERROR",
                 "waves_stopped",
                 serde_json::json!({"run_id": audit.run_id, "why": halt.to_string()}),
             );
             notifier
-                .publish(&crate::notify::wave(
+                .publish(&crate::app::notify::wave(
                     &plan,
                     audit,
                     "stopped",
@@ -554,7 +554,7 @@ impl Context {
                 fleet: plan.request.fleet.clone(),
                 ..Request::default()
             };
-            let shown = crate::text::clean(zone);
+            let shown = crate::model::text::clean(zone);
             crate::say!(
                 "azevac: taking the last wave back out of {shown} ({} resource(s))",
                 resources.len()
@@ -589,7 +589,7 @@ impl Context {
                 "azevac: the last wave is out of {shown} again: {} resource(s) evacuated",
                 out.len()
             );
-            crate::events::note(
+            crate::process::events::note(
                 if out.len() < resources.len() { "WARN" } else { "INFO" },
                 "wave_evacuated",
                 serde_json::json!({"run_id": audit.run_id, "az_id": zone, "evacuated": out.len(),

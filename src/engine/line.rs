@@ -448,7 +448,7 @@ impl Run<'_> {
                     if self.settings.interrupt.grace_is_over() {
                         return Bounded::Abandoned(format!(
                             "given up in flight: interrupted, and still running {}s later",
-                            crate::interrupt::GRACE.as_secs()
+                            crate::process::interrupt::GRACE.as_secs()
                         ));
                     }
                 }

@@ -17,12 +17,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::aws::stats::Phases;
 use crate::error::describe;
-use crate::interrupt::Interrupt;
 use crate::journal::{Audit, Journal, Lease};
 use crate::model::{Command, Item, Plan, Status};
 use crate::plugins::{Plugin, Stage};
-use crate::stats::Phases;
+use crate::process::interrupt::Interrupt;
 
 mod line;
 mod prepare;
@@ -134,10 +134,10 @@ impl Prepared {
         let lease = Lease::new(audit, settings.lease, settings.in_flight);
         let heartbeat = journal.heartbeat(lease.clone());
         let command = self.plan.command;
-        let timeline = crate::events::Timeline::start(&self.plan, audit, settings.run_events);
+        let timeline = crate::process::events::Timeline::start(&self.plan, audit, settings.run_events);
         // What every read under the lock is told of the run (the plan itself is being changed).
         let request = self.plan.request.clone();
-        let zone = self.plan.az_id.clone().map(|id| crate::topology::Zone {
+        let zone = self.plan.az_id.clone().map(|id| crate::model::topology::Zone {
             id,
             name: self.plan.az_name.clone().unwrap_or_default(),
         });
@@ -186,7 +186,7 @@ impl Prepared {
             // Read back inside: each batch before its release.
             let done = run.stage(&mut self.plan, &lines).await;
             if stage == Stage::First {
-                crate::plan::hold_back(&mut self.plan, &done);
+                crate::model::plan::hold_back(&mut self.plan, &done);
             }
             if stage == Stage::Capacity {
                 self.phases.end("apply (with journal writes)");
@@ -260,11 +260,11 @@ pub(super) struct Run<'a> {
     plugins: &'a [Box<dyn Plugin>],
     settings: &'a Settings,
     /// `--log-format json`: the run's events, emitted as lines reach their status.
-    timeline: &'a crate::events::Timeline,
+    timeline: &'a crate::process::events::Timeline,
     /// What the operator asked for, as planned.
     request: &'a crate::model::Request,
     /// The zone (evacuate always; recover with `--az-id`).
-    zone: Option<&'a crate::topology::Zone>,
+    zone: Option<&'a crate::model::topology::Zone>,
 }
 
 impl Run<'_> {
@@ -333,8 +333,8 @@ mod tests {
     /// balancers do not count), of several the fastest; a type with an unpaced one is not paced.
     #[test]
     fn each_type_is_paced_by_the_service_it_changes_through() {
-        let rate = |per_second| Some(crate::pacing::Rate { per_second, burst: 20 });
-        let limits = crate::pacing::Limits::default().with_overrides(&[
+        let rate = |per_second| Some(crate::aws::pacing::Rate { per_second, burst: 20 });
+        let limits = crate::aws::pacing::Limits::default().with_overrides(&[
             ("autoscaling".to_owned(), rate(10.0)),
             ("elasticloadbalancing".to_owned(), rate(1.0)),
             ("rds".to_owned(), rate(2.0)),

@@ -8,12 +8,12 @@ use aws_config::SdkConfig;
 
 use super::validate::validate;
 use super::Prepared;
+use crate::aws::stats::Phases;
 use crate::error::describe;
 use crate::journal::Journal;
+use crate::model::topology::{self, Zones};
 use crate::model::{Command, Item, Plan, Record, Request, Status};
 use crate::plugins::{self, Plugin, Scope, Setup};
-use crate::stats::Phases;
-use crate::topology::{self, Zones};
 use crate::{Error, Result};
 
 /// Discover and plan: the whole plan, before anything is changed. `az_id` is required to evacuate;
@@ -131,7 +131,7 @@ pub async fn prepare(
             // A record is checked against where things lie before its line may change anything, for
             // every kind here: an odd one is reported and kept, never acted on.
             for item in plan.items.iter_mut().filter(|i| i.status == Status::Planned) {
-                if let Some(why) = crate::plan::odd_record(item) {
+                if let Some(why) = crate::model::plan::odd_record(item) {
                     item.fail(why);
                 }
             }
@@ -246,7 +246,7 @@ pub(super) async fn headroom(
         topology::free_ips(ec2, &subnets).await
     };
     match free {
-        Ok(free) => crate::headroom::apply(plan, &demands, &free, scope.request.force),
+        Ok(free) => crate::model::headroom::apply(plan, &demands, &free, scope.request.force),
         Err(e) => unchecked.extend(demands.iter().map(|d| (d.resource.clone(), describe(&e)))),
     }
     for (what, why) in unchecked {

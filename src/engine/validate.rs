@@ -18,7 +18,7 @@ pub fn validate(request: &Request) -> Result<()> {
             known.join(", ")
         )));
     }
-    crate::accounts::validate(&request.fleet, &request.types)?;
+    crate::app::accounts::validate(&request.fleet, &request.types)?;
     for flags in plugins::flags() {
         (flags.validate)(request)?;
     }
@@ -46,10 +46,10 @@ pub fn validate(request: &Request) -> Result<()> {
 /// A saved plan's waves, held to what `--waves` and its flags accept: the file may have been edited.
 fn validate_waves(waves: &crate::model::WavesRequest) -> Result<()> {
     let bad = |what: String| Error::BadInput(format!("the plan's waves: {what}; make the plan again"));
-    waves.steps.parse::<crate::waves::Waves>().map_err(bad)?;
+    waves.steps.parse::<crate::app::waves::Waves>().map_err(bad)?;
     crate::plugins::wait_within("waves.bake_seconds", Some(waves.bake_seconds))?;
     for name in waves.alarms.iter().chain(&waves.alarm_prefixes) {
-        crate::alarms::parse_name(name).map_err(bad)?;
+        crate::aws::alarms::parse_name(name).map_err(bad)?;
     }
     for tag in waves.first_tags.iter().chain(&waves.last_tags) {
         crate::model::parse_tag(tag).map_err(bad)?;
@@ -82,9 +82,9 @@ mod tests {
                 first_tags: vec![tag.clone()],
                 last_tags: Vec::new(),
             };
-            let flags_accept = steps.parse::<crate::waves::Waves>().is_ok()
+            let flags_accept = steps.parse::<crate::app::waves::Waves>().is_ok()
                 && crate::plugins::wait_within("bake", Some(bake)).is_ok()
-                && crate::alarms::parse_name(&alarm).is_ok()
+                && crate::aws::alarms::parse_name(&alarm).is_ok()
                 && crate::model::parse_tag(&tag).is_ok();
             prop_assert_eq!(validate_waves(&waves).is_ok(), flags_accept);
         }

@@ -4,7 +4,7 @@
 //! its `DisplayErrorContext` adds a debug dump of the whole response (`Response { .. SdkBody .. }`):
 //! neither tells an operator what AWS, or the proxy in between, said. Here the code and the message
 //! are read from what the SDK parsed, else from the body itself (JSON, XML), else a short escaped
-//! excerpt of the body is shown. Text from the answer is untrusted: it is escaped ([`crate::text::clean`])
+//! excerpt of the body is shown. Text from the answer is untrusted: it is escaped ([`crate::model::text::clean`])
 //! and folded onto one line before it goes anywhere.
 
 use std::error::Error as StdError;
@@ -179,7 +179,7 @@ fn answered(raw: &HttpResponse, parsed: Option<String>) -> String {
 /// words say only that.
 fn modeled(err: &(dyn StdError + 'static)) -> Option<String> {
     let text = err.to_string();
-    (!text.is_empty() && !text.starts_with("unhandled error")).then(|| crate::text::clean(&text))
+    (!text.is_empty() && !text.starts_with("unhandled error")).then(|| crate::model::text::clean(&text))
 }
 
 /// `code: message`, either alone, or `None` when there is neither; escaped.
@@ -187,8 +187,12 @@ fn said(code: Option<&str>, message: Option<&str>) -> Option<String> {
     let code = code.map(str::trim).filter(|c| !c.is_empty());
     let message = message.map(str::trim).filter(|m| !m.is_empty());
     match (code, message) {
-        (Some(code), Some(message)) => Some(format!("{}: {}", crate::text::clean(code), crate::text::clean(message))),
-        (Some(one), None) | (None, Some(one)) => Some(crate::text::clean(one)),
+        (Some(code), Some(message)) => Some(format!(
+            "{}: {}",
+            crate::model::text::clean(code),
+            crate::model::text::clean(message)
+        )),
+        (Some(one), None) | (None, Some(one)) => Some(crate::model::text::clean(one)),
         (None, None) => None,
     }
 }
@@ -299,12 +303,12 @@ fn excerpt(text: &str) -> String {
     if folded.chars().count() > EXCERPT {
         shown.push('…');
     }
-    format!("\"{}\"", crate::text::clean(&shown))
+    format!("\"{}\"", crate::model::text::clean(&shown))
 }
 
 /// Whitespace (line breaks among it) folded to single spaces, control characters escaped: one line.
 fn one_line(text: &str) -> String {
-    crate::text::clean(&text.split_whitespace().collect::<Vec<_>>().join(" "))
+    crate::model::text::clean(&text.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use super::writes::{
     restore_write, union, unlock_write, widen_write, Begin, Write,
 };
 use super::{Audit, Journal, Record};
-use crate::interrupt::Interrupt;
+use crate::process::interrupt::Interrupt;
 use crate::{Error, Result};
 
 /// Seconds a dead holder's calls are waited for at most, in place of what its lock says
@@ -57,7 +57,7 @@ async fn wait_for_dead_calls(locks: &[&Lock], lease: &Lease, interrupt: &Interru
             .iter()
             .map(|l| {
                 *dead.entry(l.run_id.clone()).or_insert_with(|| {
-                    first_seen.push(crate::text::clean(&l.run_id));
+                    first_seen.push(crate::model::text::clean(&l.run_id));
                     now + l.calls_may_land_for().min(cap)
                 })
             })
@@ -122,7 +122,7 @@ impl Journal {
             for run in dead.values().collect::<std::collections::BTreeSet<_>>() {
                 crate::say!(
                     "azevac: run {} died on this host; taking over its locks",
-                    crate::text::clean(&run.to_string())
+                    crate::model::text::clean(&run.to_string())
                 );
             }
             let retried: Vec<Ahead<'_>> = again.iter().map(|&i| lines[i]).collect();
@@ -419,7 +419,7 @@ impl Journal {
         match self.lock_of(key).await {
             Ok(Some(lock)) if lock.run_id != run_id => tracing::warn!(
                 resource = %key,
-                run = %crate::text::clean(&lock.run_id),
+                run = %crate::model::text::clean(&lock.run_id),
                 "the lock was taken over by another run before this run released it"
             ),
             Ok(_) => tracing::debug!(resource = %key, "lock already released by an earlier attempt"),
@@ -513,7 +513,7 @@ impl Journal {
             meant.removed_subnets.join(", "),
             meant.actions.join(", ")
         );
-        crate::say!("{}", crate::text::clean(&line));
+        crate::say!("{}", crate::model::text::clean(&line));
         Err(Error::JournalConflict {
             az_id: meant.az_id.clone(),
             resource: meant.resource.clone(),

@@ -235,7 +235,7 @@ pub(super) fn to_item(record: &Record) -> HashMap<String, AttributeValue> {
         ("version".to_owned(), n(record.version)),
         ("original_subnets".to_owned(), list(&record.original_subnets)),
         ("actions".to_owned(), list(&record.actions)),
-        (FORMAT_ATTR.to_owned(), n(crate::action::FORMAT)),
+        (FORMAT_ATTR.to_owned(), n(crate::model::action::FORMAT)),
     ]);
     let optional = [
         ("resource_name", &record.resource_name),
@@ -279,7 +279,7 @@ pub(super) const ATTRIBUTES: [&str; 15] = [
     IDENTITY,
 ];
 
-/// The attribute that says which journal format wrote the record ([`crate::action::FORMAT`];
+/// The attribute that says which journal format wrote the record ([`crate::model::action::FORMAT`];
 /// absent: format 1). A reader refuses a format newer than its own instead of misreading it.
 pub(super) const FORMAT_ATTR: &str = "format";
 
@@ -335,12 +335,12 @@ pub(super) fn parse(item: &HashMap<String, AttributeValue>) -> Entry {
         .map(|v| v.as_n().ok().and_then(|n| n.parse::<u64>().ok()))
     {
         None => {}
-        Some(Some(format)) if format <= crate::action::FORMAT => {}
+        Some(Some(format)) if format <= crate::model::action::FORMAT => {}
         Some(Some(format)) => {
             return Err(bad(format!(
                 "written in journal format {format} by a newer azevac; this one reads format {} at most: \
                  upgrade azevac to recover it",
-                crate::action::FORMAT
+                crate::model::action::FORMAT
             )))
         }
         Some(None) => return Err(bad(format!("{FORMAT_ATTR} is not a whole number"))),
@@ -368,7 +368,7 @@ pub(super) fn parse(item: &HashMap<String, AttributeValue>) -> Entry {
     if let Some(account) = account_id.as_deref().filter(|a| !crate::model::is_account_id(a)) {
         return Err(bad(format!(
             "account_id {:?} is not a twelve-digit AWS account ID",
-            crate::text::clean(account)
+            crate::model::text::clean(account)
         )));
     }
     Ok(Record {
@@ -487,10 +487,10 @@ mod tests {
     #[test]
     fn a_newer_format_is_refused_and_an_older_one_read() {
         let mut item = to_item(&record());
-        assert_eq!(item.get(FORMAT_ATTR), Some(&n(crate::action::FORMAT)));
+        assert_eq!(item.get(FORMAT_ATTR), Some(&n(crate::model::action::FORMAT)));
         item.remove(FORMAT_ATTR);
         assert_eq!(parse(&item).expect("format 1"), record());
-        item.insert(FORMAT_ATTR.into(), n(crate::action::FORMAT + 1));
+        item.insert(FORMAT_ATTR.into(), n(crate::model::action::FORMAT + 1));
         let err = parse(&item).expect_err("newer").to_string();
         assert!(err.contains("newer azevac") && err.contains("upgrade"), "{err}");
         item.insert(FORMAT_ATTR.into(), s("2"));

@@ -57,7 +57,8 @@ impl Write {
             expression.push_str(", #format = :format");
         }
         self.names.insert("#format".to_owned(), FORMAT_ATTR.to_owned());
-        self.values.insert(":format".to_owned(), n(crate::action::FORMAT));
+        self.values
+            .insert(":format".to_owned(), n(crate::model::action::FORMAT));
         self
     }
 

@@ -7,8 +7,15 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod action;
+pub mod arn;
+pub mod check;
 mod finding;
+pub mod headroom;
+pub mod plan;
 mod record;
+pub mod text;
+pub mod topology;
 
 pub use finding::{Finding, Headroom};
 pub use record::{is_account_id, Audit, Record, State};
@@ -172,7 +179,7 @@ pub struct Item {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actions: Option<Vec<String>>,
     /// Evacuate: the same actions as the journal stores them (the kind's typed actions, encoded by
-    /// [`crate::action::encode`]), written ahead before the line is carried out.
+    /// [`crate::model::action::encode`]), written ahead before the line is carried out.
     #[serde(skip)]
     pub steps: Vec<String>,
     /// The resource's subnets once the line is carried out.
@@ -255,9 +262,9 @@ impl Item {
     }
 
     /// The actions this line takes: in the operator's words for the plan, encoded for the journal.
-    pub fn take_actions<A: crate::action::Action>(&mut self, actions: &[A]) {
-        self.actions = Some(crate::action::describe(actions));
-        self.steps = crate::action::encode(actions);
+    pub fn take_actions<A: crate::model::action::Action>(&mut self, actions: &[A]) {
+        self.actions = Some(crate::model::action::describe(actions));
+        self.steps = crate::model::action::encode(actions);
     }
 
     /// Leave the resource alone, saying why (shown as "skipped: reason").
@@ -289,7 +296,7 @@ pub struct Site {
 
 /// What a recovery line's journal record names (subnets, NAT gateways) and where each lies now, as
 /// the line's kind read it from its service, never as the record says: recover checks it against
-/// the record's own zone before the line may change anything ([`crate::plan::odd_record`]).
+/// the record's own zone before the line may change anything ([`crate::model::plan::odd_record`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Placement {
     /// Each thing the record names that still exists, with where it lies (what no longer exists is
@@ -321,7 +328,7 @@ pub struct Plan {
     pub problems: Vec<String>,
     /// `--stats`: AWS calls and phase times of this run (not read back from a saved plan).
     #[serde(skip_serializing_if = "Option::is_none", skip_deserializing)]
-    pub stats: Option<crate::stats::Stats>,
+    pub stats: Option<crate::aws::stats::Stats>,
 }
 
 impl Plan {

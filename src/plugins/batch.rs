@@ -46,7 +46,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     ],
     build: plugin,
     flags: None,
-    describe: crate::action::words::<crate::action::NoAction>,
+    describe: crate::model::action::words::<crate::model::action::NoAction>,
     cluster: super::no_cluster,
 };
 
@@ -161,7 +161,7 @@ impl Batch {
                     if !said.swap(true, std::sync::atomic::Ordering::Relaxed) {
                         crate::say!(
                             "azevac: waiting for the update in progress on {} to finish",
-                            crate::text::clean(arn)
+                            crate::model::text::clean(arn)
                         );
                     }
                     Poll::Pending(status.as_str().to_owned())

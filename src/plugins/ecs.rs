@@ -44,7 +44,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     ],
     build: plugin,
     flags: Some(&flags::FLAGS),
-    describe: crate::action::words::<crate::action::NoAction>,
+    describe: crate::model::action::words::<crate::model::action::NoAction>,
     cluster: cluster_named,
 };
 
@@ -135,7 +135,7 @@ impl Ecs {
     /// included", <https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_DescribeClusters.html>).
     /// A cluster that cannot be read is an error: a tag unread must never read as no tag.
     ///
-    /// [`SKIP_TAG`]: crate::plan::SKIP_TAG
+    /// [`SKIP_TAG`]: crate::model::plan::SKIP_TAG
     async fn cluster_skipped(&self, cluster: &str) -> Result<Option<String>> {
         let out = self
             .client
@@ -149,7 +149,7 @@ impl Ecs {
         refuse_unread("ecs:DescribeClusters", out.failures())?;
         Ok(out.clusters().iter().find_map(|c| {
             let tags = super::tags::fold(c.tags().iter().map(|t| (t.key(), t.value())));
-            let why = crate::plan::opted_out(&tags)?;
+            let why = crate::model::plan::opted_out(&tags)?;
             Some(format!("cluster {} {why}", c.cluster_name().unwrap_or(cluster)))
         }))
     }
@@ -328,7 +328,7 @@ impl SubnetService for Ecs {
                 crate::say!(
                     "azevac: waiting for {} ECS service(s) in {} to reach steady state",
                     chunk.len(),
-                    crate::text::clean(&cluster)
+                    crate::model::text::clean(&cluster)
                 );
                 let waited = self
                     .client
@@ -594,7 +594,8 @@ mod tests {
         mock!(aws_sdk_ecs::Client::describe_clusters)
             .match_requests(|r| r.clusters() == ["prod"] && r.include() == [ClusterField::Tags])
             .then_output(move || {
-                let tags = skip.map(|value| vec![Tag::builder().key(crate::plan::SKIP_TAG).value(value).build()]);
+                let tags =
+                    skip.map(|value| vec![Tag::builder().key(crate::model::plan::SKIP_TAG).value(value).build()]);
                 DescribeClustersOutput::builder()
                     .clusters(Cluster::builder().cluster_name("prod").set_tags(tags).build())
                     .build()
@@ -760,7 +761,7 @@ mod tests {
                 let mut found = service(name);
                 if name == "watcher" {
                     found.tags = Some(vec![aws_sdk_ecs::types::Tag::builder()
-                        .key(crate::plan::SKIP_TAG)
+                        .key(crate::model::plan::SKIP_TAG)
                         .value("")
                         .build()]);
                 }
@@ -773,8 +774,14 @@ mod tests {
         let arn = |name: &str| format!("arn:aws:ecs:us-east-1:123456789012:service/prod/{name}");
         let zone = std::collections::BTreeSet::from(["subnet-b".to_string()]);
         let reason = |resource: &Resource| {
-            crate::plan::evacuation("use1-az2", resource, &zone, &crate::plan::Filters::default(), None)
-                .and_then(|line| line.reason)
+            crate::model::plan::evacuation(
+                "use1-az2",
+                resource,
+                &zone,
+                &crate::model::plan::Filters::default(),
+                None,
+            )
+            .and_then(|line| line.reason)
         };
 
         let tagged = cluster(Some("the watcher's own"));
@@ -852,11 +859,11 @@ mod tests {
         assert_eq!(read.keys().collect::<Vec<_>>(), [&arn("leaving"), &arn("web")]);
         assert_eq!(read[&arn("web")].unsupported, None);
         let zone = std::collections::BTreeSet::from(["subnet-b".to_string()]);
-        let line = crate::plan::evacuation(
+        let line = crate::model::plan::evacuation(
             "use1-az2",
             &read[&arn("leaving")],
             &zone,
-            &crate::plan::Filters::default(),
+            &crate::model::plan::Filters::default(),
             None,
         )
         .expect("listed: it has a subnet in the zone");
@@ -947,11 +954,11 @@ mod tests {
 
     /// use1-az2 (us-east-1c), whose one subnet is `subnet-zone`, and an EC2 client no call reaches.
     fn place_parts() -> (
-        crate::topology::Zone,
+        crate::model::topology::Zone,
         std::collections::BTreeSet<String>,
         aws_sdk_ec2::Client,
     ) {
-        let zone = crate::topology::Zone {
+        let zone = crate::model::topology::Zone {
             id: "use1-az2".into(),
             name: "us-east-1c".into(),
         };

@@ -40,7 +40,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     ],
     build: plugin,
     flags: None,
-    describe: crate::action::words::<crate::action::NoAction>,
+    describe: crate::model::action::words::<crate::model::action::NoAction>,
     cluster: super::no_cluster,
 };
 
@@ -342,7 +342,7 @@ impl SubnetService for EventBridge {
             let detail = parse_key(id).ok_or_else(|| {
                 Error::BadInput(format!(
                     "{} is not an EventBridge rule target key",
-                    crate::text::clean(id)
+                    crate::model::text::clean(id)
                 ))
             })?;
             rules.insert((detail.bus, detail.rule));
@@ -431,7 +431,7 @@ impl SubnetService for EventBridge {
             None => Ok(()),
             Some(why) => Err(Error::Aws {
                 operation: "events:PutTargets",
-                source: format!("the target was not changed: {}", crate::text::clean(&why)).into(),
+                source: format!("the target was not changed: {}", crate::model::text::clean(&why)).into(),
             }),
         }
     }

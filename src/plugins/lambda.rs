@@ -42,7 +42,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     ],
     build: plugin,
     flags: None,
-    describe: crate::action::words::<crate::action::NoAction>,
+    describe: crate::model::action::words::<crate::model::action::NoAction>,
     cluster: super::no_cluster,
 };
 
@@ -171,7 +171,7 @@ impl Lambda {
     async fn wait_until_updated(&self, function: &str) -> Result<()> {
         crate::say!(
             "azevac: waiting for the update in progress on {} to finish",
-            crate::text::clean(function)
+            crate::model::text::clean(function)
         );
         self.client
             .wait_until_function_updated_v2()
@@ -370,12 +370,13 @@ impl SubnetService for Lambda {
         let subnets: std::collections::BTreeSet<String> =
             resources.iter().flat_map(|r| r.subnets.iter().cloned()).collect();
         // Filtered here rather than by `interface-type`, which not every EC2 endpoint supports.
-        let interfaces: Vec<crate::topology::Interface> = if subnets.is_empty() {
+        let interfaces: Vec<crate::model::topology::Interface> = if subnets.is_empty() {
             Vec::new()
         } else {
-            crate::topology::interfaces(place.ec2, "subnet-id", &subnets).await?
+            crate::model::topology::interfaces(place.ec2, "subnet-id", &subnets).await?
         };
-        let interfaces: Vec<&crate::topology::Interface> = interfaces.iter().filter(|i| i.kind == "lambda").collect();
+        let interfaces: Vec<&crate::model::topology::Interface> =
+            interfaces.iter().filter(|i| i.kind == "lambda").collect();
         let mut found = BTreeMap::new();
         for resource in resources {
             let detail: Detail = resource.detail_as()?;
@@ -414,7 +415,7 @@ impl SubnetService for Lambda {
         let versioned = self.published(resources.len()).await;
         let versioned = &versioned;
         // One function's aliases (and tags) at a time would serialise the plan on the call latency:
-        // read them side by side, as many as a batch read would cover (paced by crate::pacing).
+        // read them side by side, as many as a batch read would cover (paced by crate::aws::pacing).
         let reads: Vec<_> = resources
             .iter_mut()
             .map(|resource| async move {

@@ -15,19 +15,20 @@ use async_trait::async_trait;
 use aws_config::SdkConfig;
 use futures::future::BoxFuture;
 
-pub use crate::check::Check;
-pub use crate::headroom::Demand;
 use crate::journal::{Guard, Held};
+pub use crate::model::check::Check;
+pub use crate::model::headroom::Demand;
+use crate::model::plan::Filters;
+pub use crate::model::plan::SubnetLimit;
+use crate::model::topology::{Zone, Zones};
 pub use crate::model::Finding;
 pub use crate::model::Resource;
 use crate::model::{Command, Item, Plan, Record, Request};
-use crate::plan::Filters;
-pub use crate::plan::SubnetLimit;
-use crate::topology::{Zone, Zones};
 use crate::Result;
 
 pub mod asg;
 pub mod batch;
+pub mod crosszone;
 pub mod db;
 pub mod ecs;
 pub mod eks;
@@ -61,7 +62,7 @@ pub struct Registration {
     /// The kind's own flags (`--pace`, `--failback`), if it has any.
     pub flags: Option<&'static Flags>,
     /// A record's actions in the operator's words, read as the kind's own action type
-    /// ([`crate::action::words`]); an action that does not parse is an error, never shown as a guess.
+    /// ([`crate::model::action::words`]); an action that does not parse is an error, never shown as a guess.
     pub describe: fn(&Record) -> Result<Vec<String>>,
     /// What else a resource (by its journal key) belongs to that one bad change could take down
     /// with it, an EKS or ECS cluster: a recovery in waves spreads over them.
@@ -198,7 +199,7 @@ impl Registration {
 /// through; of several (databases: RDS or ElastiCache), the fastest, so that no read is taken for
 /// fresh longer than the quickest of them needs. A type with a change service that is not paced
 /// (or none) is left out.
-pub fn paced_rates(limits: &crate::pacing::Limits) -> BTreeMap<String, f64> {
+pub fn paced_rates(limits: &crate::aws::pacing::Limits) -> BTreeMap<String, f64> {
     REGISTRY
         .iter()
         .filter_map(|r| {
@@ -401,7 +402,7 @@ impl Scope<'_> {
 /// What carrying a line out did.
 #[derive(Debug, Default)]
 pub struct Acted {
-    /// The actions actually done, as the journal stores them ([`crate::action::encode`] of the
+    /// The actions actually done, as the journal stores them ([`crate::model::action::encode`] of the
     /// kind's action type; `None`: as planned and written ahead).
     pub actions: Option<Vec<String>>,
     /// Done and journalled, but not all of it took (pods a drain could not evict): fails the line.
@@ -565,7 +566,7 @@ pub trait SubnetService: Send + Sync {
 
     /// The most subnets AWS takes in `resource`'s configuration, with a link to where AWS says
     /// so; `None` (the default): no limit that putting subnets back can reach. The adapter fails a
-    /// recovery line that would exceed it, before anything is sent ([`crate::plan::limit_subnets`]).
+    /// recovery line that would exceed it, before anything is sent ([`crate::model::plan::limit_subnets`]).
     fn max_subnets(&self, _resource: &Resource) -> Option<SubnetLimit> {
         None
     }

@@ -41,7 +41,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     ],
     build: plugin,
     flags: None,
-    describe: crate::action::words::<crate::action::NoAction>,
+    describe: crate::model::action::words::<crate::model::action::NoAction>,
     cluster: super::no_cluster,
 };
 
@@ -260,7 +260,7 @@ impl SubnetService for Scheduler {
             .iter()
             .map(|id| {
                 parse_arn(id)
-                    .ok_or_else(|| Error::BadInput(format!("{} is not a schedule ARN", crate::text::clean(id))))
+                    .ok_or_else(|| Error::BadInput(format!("{} is not a schedule ARN", crate::model::text::clean(id))))
             })
             .collect::<Result<Vec<Detail>>>()?;
         Ok(self

@@ -9,11 +9,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{Acted, Demand, Evacuation, Finding, Place, Plugin, Refreshing, Scope, SubnetService};
-use crate::action::{Action, NoAction};
 use crate::error::describe;
 use crate::journal::{Guard, Held};
+use crate::model::action::{Action, NoAction};
+use crate::model::plan::{self, Filters};
 use crate::model::{Command, Item, Plan, Record, Resource, Site, Status};
-use crate::plan::{self, Filters};
 use crate::Result;
 
 /// A subnet-placed type as a plugin.
@@ -30,7 +30,7 @@ pub struct Subnets<S> {
 
 /// The operator's words for a step journalled as `A` (its own encoding: it always reads).
 fn words_of<A: Action>(step: &str) -> String {
-    crate::action::decode::<A>(step).map_or_else(|why| why, |action| action.describe())
+    crate::model::action::decode::<A>(step).map_or_else(|why| why, |action| action.describe())
 }
 
 impl<S: SubnetService + 'static> Subnets<S> {
@@ -62,7 +62,7 @@ impl<S: SubnetService + 'static> Subnets<S> {
         if subnets.is_empty() {
             return Ok(BTreeMap::new());
         }
-        crate::topology::locate_subnets(&self.ec2, &subnets).await
+        crate::model::topology::locate_subnets(&self.ec2, &subnets).await
     }
 
     /// Plan one evacuation line from `resource` (as discovered or as read again).
@@ -200,7 +200,7 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
         // One resource can have records in several zones: each line starts from the previous
         // line's result, so no line undoes another. The last evacuation is undone first: each
         // record's original is then the state it is put back into, in its order.
-        crate::plan::latest_first(&mut records);
+        crate::model::plan::latest_first(&mut records);
         let mut items = Vec::new();
         for record in &records {
             let item = self.recovery_line(record, current.get(&record.resource), &existing, forget_missing)?;
@@ -235,7 +235,7 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
         let how = Evacuation::of(run.request, run.zone);
         let (zone_subnets, existing) = match command {
             Command::Evacuate => (
-                crate::topology::subnets_in_zone(&self.ec2, az_id).await?,
+                crate::model::topology::subnets_in_zone(&self.ec2, az_id).await?,
                 BTreeMap::new(),
             ),
             Command::Recover => {

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::subnets::Subnets;
 use super::wait::Poll;
 use super::{Evacuation, Place, Plugin, Presence, Resource, Setup, Stage, SubnetService};
-use crate::action::encode;
+use crate::model::action::encode;
 use crate::model::{Command, Record};
 use crate::{Error, Result};
 
@@ -45,7 +45,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     ],
     build: plugin,
     flags: None,
-    describe: crate::action::words::<Action>,
+    describe: crate::model::action::words::<Action>,
     cluster: super::no_cluster,
 };
 
@@ -103,7 +103,7 @@ impl Address {
     }
 }
 
-impl crate::action::Action for Action {
+impl crate::model::action::Action for Action {
     fn describe(&self) -> String {
         match self {
             Action::Address(a) => format!("address in {}: {}", a.subnet, a.addresses()),
@@ -166,7 +166,7 @@ fn state_skip(state: &str) -> Option<String> {
     (!is_state(state, "available") && !is_state(state, "pending")).then(|| {
         format!(
             "state {}: only available endpoints are changed",
-            crate::text::clean(state)
+            crate::model::text::clean(state)
         )
     })
 }
@@ -268,7 +268,7 @@ impl VpcEndpoints {
     fn arn(&self, owner: &str, id: &str) -> String {
         format!(
             "arn:{}:ec2:{}:{owner}:vpc-endpoint/{id}",
-            crate::arn::partition(&self.region),
+            crate::model::arn::partition(&self.region),
             self.region
         )
     }
@@ -365,7 +365,10 @@ impl VpcEndpoints {
                 return Ok(Poll::Reached(Ok(endpoint)));
             }
             if !is_state(&state, "pending") {
-                return Ok(Poll::Reached(Err(format!("it is {}", crate::text::clean(&state)))));
+                return Ok(Poll::Reached(Err(format!(
+                    "it is {}",
+                    crate::model::text::clean(&state)
+                ))));
             }
             if !said.swap(true, std::sync::atomic::Ordering::Relaxed) {
                 tracing::info!(endpoint = %name, "endpoint pending; waiting until it is available");
@@ -486,7 +489,7 @@ impl SubnetService for VpcEndpoints {
                 // a new address rather than not at all, and the line says so.
                 let why = format!(
                     "EC2 refused the old address ({})",
-                    crate::text::clean(e.code().unwrap_or("taken"))
+                    crate::model::text::clean(e.code().unwrap_or("taken"))
                 );
                 tracing::warn!(endpoint = %resource.name, %why, "adding the subnet back without its old address");
                 self.modify_once_free(id, &add, &remove, &[])
@@ -616,7 +619,7 @@ fn to_resource(arn: String, endpoint: &VpcEndpoint, interfaces: &BTreeMap<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::action::Action as _;
+    use crate::model::action::Action as _;
     use aws_sdk_ec2::operation::describe_network_interfaces::DescribeNetworkInterfacesOutput;
     use aws_sdk_ec2::operation::describe_vpc_endpoints::DescribeVpcEndpointsOutput;
     use aws_sdk_ec2::operation::modify_vpc_endpoint::ModifyVpcEndpointOutput;
@@ -1010,8 +1013,8 @@ mod tests {
         #[test]
         fn actions_round_trip(subnet in "subnet-[0-9a-f]{1,17}", ipv4 in ip(), ipv6 in ip()) {
             let action = Action::Address(Address { subnet: subnet.clone(), ipv4, ipv6 });
-            let encoded = crate::action::encode_one(&action);
-            prop_assert_eq!(crate::action::decode::<Action>(&encoded), Ok(action.clone()));
+            let encoded = crate::model::action::encode_one(&action);
+            prop_assert_eq!(crate::model::action::decode::<Action>(&encoded), Ok(action.clone()));
             prop_assert!(action.describe().contains(&subnet));
         }
     }

@@ -5,7 +5,7 @@ use unicode_width::UnicodeWidthStr;
 use super::clean;
 use super::layout::wrap;
 use super::View;
-use crate::check::{Check, Verdict};
+use crate::model::check::{Check, Verdict};
 use crate::model::Output;
 
 /// `azevac doctor`'s checklist: one line per check with the fix for each warning and failure, and

@@ -6,7 +6,7 @@ use comfy_table::presets::NOTHING;
 use comfy_table::{ContentArrangement, Table};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use crate::text::clean;
+use crate::model::text::clean;
 
 /// Nothing is fitted narrower than this: below it the columns would be cut to nothing.
 const NARROWEST: usize = 40;

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::model::plan::{Plan, Status};
 use crate::model::Output;
 use crate::model::{Finding, Record};
-use crate::plan::{Plan, Status};
 use crate::plugins::zonal_shift::expiry::ShiftExpiry;
 
 mod checks;
@@ -123,7 +123,7 @@ impl<'a> WatcherState<'a> {
             .map(|what| format!("; {what}"))
             .unwrap_or_default();
         // Escaped before the line ends: clean() would show the newline itself as `\n`.
-        let line = crate::text::clean(&format!(
+        let line = crate::model::text::clean(&format!(
             "watcher: run {} ({}) {lease}{heard}{following}{acting}",
             self.run_id, self.caller
         ));
@@ -272,13 +272,13 @@ fn summary(plan: &Plan) -> Summary {
             .filter(|i| {
                 i.reason
                     .as_deref()
-                    .is_some_and(|r| r.starts_with(crate::plan::ALREADY_EVACUATED))
+                    .is_some_and(|r| r.starts_with(crate::model::plan::ALREADY_EVACUATED))
             })
             .count(),
     }
 }
 
-pub use crate::text::clean;
+pub use crate::model::text::clean;
 
 /// Failed lines shout in the table, so that they are not missed among many.
 fn status_word(status: Status) -> &'static str {

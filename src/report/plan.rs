@@ -394,7 +394,7 @@ mod tests {
                 &[],
                 &["subnet-0a1b2c3d4e5f60718"],
                 Status::Skipped,
-                Some(crate::plan::WOULD_LEAVE_NO_SUBNETS),
+                Some(crate::model::plan::WOULD_LEAVE_NO_SUBNETS),
             ),
             item(
                 "ecs",
@@ -492,7 +492,7 @@ mod tests {
         let skipped: Vec<Item> = (0..1000)
             .map(|n| {
                 let reason = if n % 4 == 0 {
-                    crate::plan::WOULD_LEAVE_NO_SUBNETS.to_owned()
+                    crate::model::plan::WOULD_LEAVE_NO_SUBNETS.to_owned()
                 } else {
                     format!("already evacuated: subnet-az2 journalled by run {n}")
                 };

@@ -298,7 +298,7 @@ fn kinds_reference() -> String {
     );
     actions_list(OPERATOR_IAM_ACTIONS, &mut out);
     out.push_str("`azevac exposure` reads, besides each kind's own reads, for what no kind moves:\n\n");
-    for kind in azevac::exposure::KINDS {
+    for kind in azevac::app::exposure::KINDS {
         let _ = writeln!(out, "- `{}`: {}", kind.name, code(kind.iam_actions));
     }
     out.push_str(

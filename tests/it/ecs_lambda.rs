@@ -422,7 +422,7 @@ async fn issue_51_a_service_or_cluster_tagged_azevac_skip_is_left_alone_with_the
     let moto = Moto::start();
     let sdk = common::sdk(&moto).await;
     let mut own = service("prod", "own", &["use1-az1", "use1-az2"]);
-    own.tags.insert(azevac::plan::SKIP_TAG.into(), String::new());
+    own.tags.insert(azevac::model::plan::SKIP_TAG.into(), String::new());
     let spec = Spec {
         ecs_services: vec![
             service("prod", "web", &["use1-az1", "use1-az2", "use1-az4"]),
@@ -434,7 +434,13 @@ async fn issue_51_a_service_or_cluster_tagged_azevac_skip_is_left_alone_with_the
         ..mixed_estate()
     };
     estate::seed(&sdk, &spec).await;
-    common::tag_cluster(&sdk, "azevac-watcher", azevac::plan::SKIP_TAG, "azevac watcher cluster").await;
+    common::tag_cluster(
+        &sdk,
+        "azevac-watcher",
+        azevac::model::plan::SKIP_TAG,
+        "azevac watcher cluster",
+    )
+    .await;
     let before = live_services(&sdk).await;
 
     let reasons = |out: &serde_json::Value| {

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use azevac::action::Action as _;
+use azevac::model::action::Action as _;
 use azevac::plugins::eks;
 use serde_json::{json, Value};
 

@@ -11,10 +11,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use azevac::engine::{Prepared, Settings};
-use azevac::interrupt::Interrupt;
 use azevac::journal::{Audit, Guard, Journal};
 use azevac::model::{Command, Item, Plan, Record, Resource, Status};
 use azevac::plugins::{Acted, Plugin, Scope};
+use azevac::process::interrupt::Interrupt;
 use azevac::{Error, Result};
 
 use common::proxy::{FailRule, Fault, Faults, Proxy};

@@ -8,7 +8,7 @@ use crate::common;
 
 use std::collections::BTreeMap;
 
-use azevac::action::Action as _;
+use azevac::model::action::Action as _;
 use azevac::plugins::karpenter;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use serde_json::{json, Value};

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_dynamodb::types::AttributeValue;
-use azevac::interrupt::Interrupt;
 use azevac::journal::{Ahead, Audit, Held, Journal, Lease};
 use azevac::model::{Record, Resource};
+use azevac::process::interrupt::Interrupt;
 
 use crate::common;
 use crate::common::proxy::{Hold, Proxy};

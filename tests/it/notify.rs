@@ -8,8 +8,8 @@ use crate::common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use azevac::notify::parse_topic_arn;
-use azevac::text::markdown;
+use azevac::app::notify::parse_topic_arn;
+use azevac::model::text::markdown;
 use common::estate::{self, Spec};
 use common::proxy::{FailRule, Fault, Faults, Proxy};
 use common::{azevac, azevac_at, live_groups, Moto, ZONE};

@@ -6,11 +6,11 @@
 
 use crate::common;
 
+use azevac::app::health::{Health, State};
 use azevac::cli::{Cli, Command, Shift};
-use azevac::health::{Health, State};
+use azevac::model::topology::{Zone, Zones};
 use azevac::model::{Fleet, Plan, Request};
 use azevac::plugins::zonal_shift::parse_expires_in;
-use azevac::topology::{Zone, Zones};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -167,7 +167,7 @@ proptest! {
     ) {
         let known = azevac::plugins::services();
         for text in [format!("{service}={rate}"), raw] {
-            match azevac::pacing::parse_max_rate(&text, &known) {
+            match azevac::aws::pacing::parse_max_rate(&text, &known) {
                 Ok((name, Some(r))) => prop_assert!(
                     known.contains(&name.as_str()) && r.per_second >= 0.1 && r.per_second <= 10_000.0 && r.burst >= 1,
                     "{text:?} gave {name} {r:?}"
@@ -280,14 +280,14 @@ proptest! {
         ou in prop_oneof!["(ou|r)-[a-z0-9]{0,34}(-[a-z0-9]{0,34})?", any::<String>()],
         template in prop_oneof![Just("arn:aws:iam::{account}:role/x".to_owned()), any::<String>()],
     ) {
-        match azevac::accounts::parse_accounts(&list) {
+        match azevac::app::accounts::parse_accounts(&list) {
             Ok(accounts) => prop_assert!(
                 accounts == ["org"] || accounts.iter().all(|a| a.len() == 12 && a.bytes().all(|b| b.is_ascii_digit())),
                 "{list:?} gave {accounts:?}"
             ),
             Err(e) => prop_assert!(!e.contains('\n') && e.contains("twelve"), "{e}"),
         }
-        if let Err(e) = azevac::accounts::parse_ou(&ou) {
+        if let Err(e) = azevac::app::accounts::parse_ou(&ou) {
             prop_assert!(!e.contains('\n') && e.contains("ou-"), "{e}");
         }
         let fleet = azevac::model::Fleet {
@@ -295,9 +295,9 @@ proptest! {
             role_arn_template: Some(template.clone()),
             ..Default::default()
         };
-        match azevac::accounts::validate(&fleet, &[]) {
+        match azevac::app::accounts::validate(&fleet, &[]) {
             Ok(()) => {
-                let arn = azevac::accounts::role_arn(&fleet, "111111111111", "us-east-1");
+                let arn = azevac::app::accounts::role_arn(&fleet, "111111111111", "us-east-1");
                 prop_assert!(arn.starts_with("arn:") && !arn.contains("{account}"), "{arn}");
             }
             Err(e) => prop_assert!(!e.to_string().contains('\n'), "{e}"),
@@ -325,7 +325,7 @@ proptest! {
             match serde_json::from_str::<Plan>(&text) {
                 Ok(plan) => round_trips_plan(&plan)?,
                 Err(e) => {
-                    let message = azevac::text::clean(&e.to_string());
+                    let message = azevac::model::text::clean(&e.to_string());
                     prop_assert!(!message.contains('\n'), "{message:?}");
                     let lines: Vec<&str> = text.split('\n').collect();
                     prop_assert!(

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::collections::BTreeMap;
 
-use azevac::action::Action as _;
+use azevac::model::action::Action as _;
 use azevac::plugins::{eks, karpenter};
 use serde_json::{json, Value};
 

@@ -187,7 +187,7 @@ fn needed_where_types_act() -> BTreeSet<&'static str> {
     CORE_IAM_ACTIONS
         .iter()
         .chain(REGISTRY.iter().flat_map(|r| r.iam_actions))
-        .chain(azevac::exposure::KINDS.iter().flat_map(|k| k.iam_actions))
+        .chain(azevac::app::exposure::KINDS.iter().flat_map(|k| k.iam_actions))
         .copied()
         .collect()
 }

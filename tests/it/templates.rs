@@ -165,12 +165,14 @@ fn issue_51_the_cloudformation_watchers_command_line_parses_with_azevacs_flags()
             "DesiredCount: 2",
         ],
     );
-    let tagged = squeezed.matches(&format!("Key: {}", azevac::plan::SKIP_TAG)).count();
+    let tagged = squeezed
+        .matches(&format!("Key: {}", azevac::model::plan::SKIP_TAG))
+        .count();
     assert_eq!(
         tagged,
         2,
         "the cluster and the service carry {}",
-        azevac::plan::SKIP_TAG
+        azevac::model::plan::SKIP_TAG
     );
 }
 
@@ -181,7 +183,7 @@ fn ecs_task(what: &str, text: &str, [stop_key, rest @ ..]: [&str; 5]) -> String 
     let squeezed = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let stop = number_after(text, stop_key);
     assert!(
-        stop > azevac::interrupt::GRACE.as_secs() && stop <= 120,
+        stop > azevac::process::interrupt::GRACE.as_secs() && stop <= 120,
         "{what}: stop timeout {stop}: above the interrupt's grace, at most Fargate's 120"
     );
     for setting in rest {
@@ -281,7 +283,7 @@ fn issue_51_the_terraform_watchers_command_line_parses_with_azevacs_flags() {
             "desired_count = 2",
         ],
     );
-    assert!(squeezed.contains(&format!(r#"skip_tag = "{}""#, azevac::plan::SKIP_TAG)));
+    assert!(squeezed.contains(&format!(r#"skip_tag = "{}""#, azevac::model::plan::SKIP_TAG)));
     assert_eq!(
         squeezed.matches("tags = { (local.skip_tag) = ").count(),
         2,
@@ -366,7 +368,10 @@ fn issue_51_the_systemd_units_command_line_parses_with_azevacs_flags() {
     assert_eq!(setting("Restart"), "always");
     assert_eq!(setting("KillSignal"), "SIGTERM");
     let stop: u64 = setting("TimeoutStopSec").parse().expect("seconds");
-    assert!(stop > azevac::interrupt::GRACE.as_secs(), "TimeoutStopSec {stop}");
+    assert!(
+        stop > azevac::process::interrupt::GRACE.as_secs(),
+        "TimeoutStopSec {stop}"
+    );
     // Above the longest turn without a run: one AWS call's operation timeout (3m) and a long poll.
     let watchdog: u64 = setting("WatchdogSec").parse().expect("seconds");
     assert!(watchdog >= 180 + 20, "WatchdogSec {watchdog}");

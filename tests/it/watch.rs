@@ -382,7 +382,13 @@ async fn issue_51_the_watcher_leaves_its_own_service_alone_when_its_zone_is_impa
         ..estate::groups_in_two_zones("10.35.0.0/16", &[])
     };
     estate::seed(&sdk, &spec).await;
-    common::tag_cluster(&sdk, "azevac-watcher", azevac::plan::SKIP_TAG, "azevac watcher cluster").await;
+    common::tag_cluster(
+        &sdk,
+        "azevac-watcher",
+        azevac::model::plan::SKIP_TAG,
+        "azevac watcher cluster",
+    )
+    .await;
     let before = common::live_services(&sdk).await;
     azevac_at(&proxy.endpoint, &["init"], &[]).expect_code(0);
     let url = queue(&sdk).await;

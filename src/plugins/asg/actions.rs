@@ -27,7 +27,7 @@ const LEGACY_SUSPEND: &str = "suspend:";
 /// Before journal format 2, the paced terminations: `terminate:<N> in the zone, <B> at a time`.
 const LEGACY_TERMINATE: (&str, &str, &str) = ("terminate:", " in the zone, ", " at a time");
 
-impl crate::action::Action for Action {
+impl crate::model::action::Action for Action {
     /// The plan's words, as azevac has always shown them.
     fn describe(&self) -> String {
         match self {

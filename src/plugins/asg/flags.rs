@@ -19,10 +19,10 @@ struct Given {
     pace: Option<u32>,
     /// With --pace: before each batch every CloudWatch alarm named (repeatable) must be OK (the
     /// batch waits); one in ALARM stops the pacing, the instances still in the zone left there.
-    #[arg(long, value_name = "NAME", value_parser = crate::alarms::parse_name)]
+    #[arg(long, value_name = "NAME", value_parser = crate::aws::alarms::parse_name)]
     pace_alarm: Vec<String>,
     /// With --pace: gate each batch on every alarm whose name starts with PREFIX too (repeatable).
-    #[arg(long, value_name = "PREFIX", value_parser = crate::alarms::parse_name)]
+    #[arg(long, value_name = "PREFIX", value_parser = crate::aws::alarms::parse_name)]
     pace_alarm_prefix: Vec<String>,
 }
 
@@ -84,7 +84,7 @@ fn validate(request: &Request) -> Result<()> {
     }
     // A saved plan's names, held to what the flags accept.
     for name in options.pace_alarms.iter().chain(&options.pace_alarm_prefixes) {
-        crate::alarms::parse_name(name).map_err(crate::Error::BadInput)?;
+        crate::aws::alarms::parse_name(name).map_err(crate::Error::BadInput)?;
     }
     wait_within("pace_timeout_seconds", options.pace_timeout_seconds)
 }

@@ -1,13 +1,13 @@
-//! The cross-zone guard of Auto Scaling groups ([`crate::crosszone`]), with what it needs to know
+//! The cross-zone guard of Auto Scaling groups ([`crate::plugins::crosszone`]), with what it needs to know
 //! of the plan: which load balancers' traffic is (or this plan will have) shifted away from the
 //! zone, through [`crate::plugins::shifted`], never from the `zonal-shift` kind itself.
 
 use std::collections::BTreeSet;
 
 use super::{AutoScaling, GroupDetail, TYPE};
-use crate::crosszone;
 use crate::error::describe;
 use crate::model::{Item, Plan, Resource, Status};
+use crate::plugins::crosszone;
 use crate::plugins::shifted;
 use crate::Result;
 

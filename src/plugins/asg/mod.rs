@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::subnets::Subnets;
 use super::{Evacuation, Place, Plugin, Presence, Resource, Scope, Setup, SubnetService};
-use crate::action::encode;
+use crate::model::action::encode;
 use crate::model::{timestamp, Identity, Plan, Record};
 use crate::{Error, Result};
 
@@ -53,7 +53,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     ],
     build: plugin,
     flags: Some(&flags::FLAGS),
-    describe: crate::action::words::<Action>,
+    describe: crate::model::action::words::<Action>,
     cluster: super::no_cluster,
 };
 
@@ -287,8 +287,11 @@ impl SubnetService for AutoScaling {
             }
             // A gate on an alarm that is not there would let every batch through: bad input, before
             // any change (the alarms are read where the groups are).
-            let alarms =
-                crate::alarms::Alarms::new(&self.sdk, &self.options.pace_alarms, &self.options.pace_alarm_prefixes);
+            let alarms = crate::aws::alarms::Alarms::new(
+                &self.sdk,
+                &self.options.pace_alarms,
+                &self.options.pace_alarm_prefixes,
+            );
             if let Some(alarms) = alarms {
                 alarms.check_as("--pace-alarm", "--pace-alarm-prefix").await?;
             }

@@ -168,7 +168,7 @@ mod tests {
             version: 2,
             resource_name: Some("web".into()),
             original_subnets: vec![],
-            actions: crate::action::encode(&[Action::Suspend {
+            actions: crate::model::action::encode(&[Action::Suspend {
                 process: "AZRebalance".into(),
             }]),
             run_id: None,

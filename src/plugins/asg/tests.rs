@@ -2,7 +2,7 @@
 
 use super::waits::capacity_in_place;
 use super::*;
-use crate::action::Action as _;
+use crate::model::action::Action as _;
 
 fn group(desired: u64, zones: &[&str], members: &[(&str, &str)]) -> Resource {
     let members: Vec<Member> = members
@@ -186,7 +186,7 @@ fn issue_32_old_action_strings_read_as_typed_actions() {
         assert_eq!(Action::legacy(not_ours), None, "{not_ours}");
     }
     assert_eq!(
-        crate::action::encode(&[Action::Terminate { in_zone: 3, batch: 1 }]),
+        crate::model::action::encode(&[Action::Terminate { in_zone: 3, batch: 1 }]),
         [r#"{"terminate":{"in_zone":3,"batch":1}}"#]
     );
 }

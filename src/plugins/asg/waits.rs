@@ -102,7 +102,7 @@ impl AutoScaling {
         // InService for a while. Remembering what this run terminated keeps it from being
         // terminated again or counted as serving, which would let the next batch go at once.
         let terminated: Mutex<BTreeSet<String>> = Mutex::default();
-        let alarms = crate::alarms::Alarms::new(&self.sdk, &pace.alarms, &pace.alarm_prefixes);
+        let alarms = crate::aws::alarms::Alarms::new(&self.sdk, &pace.alarms, &pace.alarm_prefixes);
         let timeout = Duration::from_secs(pace.timeout_secs);
         let paced = wait::until(timeout, POLL, |_| {
             self.pace_batch(name, pace, &terminated, alarms.as_ref())
@@ -137,7 +137,7 @@ impl AutoScaling {
         name: &str,
         pace: &Pace,
         terminated: &Mutex<BTreeSet<String>>,
-        alarms: Option<&crate::alarms::Alarms>,
+        alarms: Option<&crate::aws::alarms::Alarms>,
     ) -> Result<Poll<(), (usize, NextBatch)>> {
         let group = self.group(name).await?;
         let members = members(&group);
@@ -157,7 +157,7 @@ impl AutoScaling {
         if !whole {
             crate::say!(
                 "azevac: {}: waiting for replacements to be InService before the next batch",
-                crate::text::clean(name)
+                crate::model::text::clean(name)
             );
             return Ok(Poll::Pending((staying.len(), NextBatch::Replacements)));
         }
@@ -167,31 +167,31 @@ impl AutoScaling {
             let readings = match alarms.read().await {
                 Ok(readings) => readings,
                 Err(e) => {
-                    let why = crate::text::clean(&describe(&e));
+                    let why = crate::model::text::clean(&describe(&e));
                     crate::say!(
                         "azevac: {}: cannot read the alarms before the next batch ({why}); waiting",
-                        crate::text::clean(name)
+                        crate::model::text::clean(name)
                     );
                     return Ok(Poll::Pending((staying.len(), NextBatch::Unreadable(why))));
                 }
             };
-            if let Some(firing) = crate::alarms::firing(&readings).first() {
+            if let Some(firing) = crate::aws::alarms::firing(&readings).first() {
                 return Err(Error::NotSettled {
                     resource: name.to_owned(),
                     why: format!(
                         "pacing stopped by alarm {}: {} instance(s) left in {} (its subnets are already out of the \
                          zone; nothing more is terminated)",
-                        crate::alarms::describe(firing),
+                        crate::aws::alarms::describe(firing),
                         staying.len(),
                         pace.az_name
                     ),
                 });
             }
-            if let Some(holding) = crate::alarms::holding(&readings).first() {
-                let alarm = crate::alarms::describe(holding);
+            if let Some(holding) = crate::aws::alarms::holding(&readings).first() {
+                let alarm = crate::aws::alarms::describe(holding);
                 crate::say!(
                     "azevac: {}: waiting for alarm {alarm} to be OK before the next batch",
-                    crate::text::clean(name)
+                    crate::model::text::clean(name)
                 );
                 return Ok(Poll::Pending((staying.len(), NextBatch::Alarm(alarm))));
             }

@@ -58,7 +58,7 @@ impl Setting {
     }
 }
 
-impl crate::action::Action for Action {
+impl crate::model::action::Action for Action {
     fn describe(&self) -> String {
         match self {
             Action::Writer { id, az_id } => format!("writer: {id} in {az_id}"),
@@ -99,7 +99,7 @@ pub fn journalled_writer(actions: &[Action]) -> Option<(&str, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::action::Action as _;
+    use crate::model::action::Action as _;
 
     /// Issue 32: every string azevac wrote before journal format 2 reads as the action it meant,
     /// and nothing else does.
@@ -135,7 +135,7 @@ mod tests {
         ];
         for (old, action) in cases {
             assert_eq!(Action::legacy(old), Some(action.clone()), "{old}");
-            assert_eq!(crate::action::decode::<Action>(old), Ok(action), "{old}");
+            assert_eq!(crate::model::action::decode::<Action>(old), Ok(action), "{old}");
         }
         for other in [
             "writer:orders-1",
@@ -159,14 +159,14 @@ mod tests {
             },
         ];
         assert_eq!(
-            crate::action::encode(&actions),
+            crate::model::action::encode(&actions),
             [
                 r#"{"primary":{"node":"s-001","az_id":"use1-az2"}}"#,
                 r#"{"turned_off":{"setting":"multi_az"}}"#
             ]
         );
         assert_eq!(
-            crate::action::describe(&actions),
+            crate::model::action::describe(&actions),
             ["primary: s-001 in use1-az2", "turned off: Multi-AZ"]
         );
         assert_eq!(journalled_writer(&actions), Some(("s-001", "use1-az2")));

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use super::actions::{Action, Setting};
 use super::decide::Decision;
 use super::types::{Database, Failover, Kind, Member};
+use crate::model::topology::Zones;
 use crate::model::{timestamp, Identity};
-use crate::topology::Zones;
 use crate::{Error, Result};
 
 /// Why the shards of a cluster-mode-enabled group are not moved: the control plane reports no
@@ -230,9 +230,9 @@ pub struct ElastiCache {
 
 impl ElastiCache {
     /// `azevac doctor`: one page of replication groups (20 is the least a page may ask for).
-    pub async fn probe(&self) -> crate::check::Check {
+    pub async fn probe(&self) -> crate::model::check::Check {
         let listed = self.client.describe_replication_groups().max_records(20).send().await;
-        crate::check::Check::answered(super::TYPE, "elasticache:DescribeReplicationGroups", listed)
+        crate::model::check::Check::answered(super::TYPE, "elasticache:DescribeReplicationGroups", listed)
     }
 
     /// A client from the shared configuration.

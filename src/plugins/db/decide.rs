@@ -8,8 +8,8 @@ use super::actions::{journalled_writer, Action};
 use super::cache::{self, FailoverSettings};
 use super::types::{Database, Failover, Kind, Member};
 use super::{NOT_MOVABLE, TYPE};
+use crate::model::plan::{Filters, ALREADY_EVACUATED};
 use crate::model::{Item, Record, Resource};
-use crate::plan::{Filters, ALREADY_EVACUATED};
 
 /// How a recovery line that fails the writer back starts.
 const FAIL_BACK: &str = "fail back writer to ";
@@ -294,12 +294,12 @@ pub fn recovery(record: &Record, db: Option<&Database>, failback: bool, forget_m
         ..Item::new(TYPE, &record.resource, name, &record.az_id)
     };
     let Some(db) = db else {
-        crate::plan::missing(&mut item, name, forget_missing);
+        crate::model::plan::missing(&mut item, name, forget_missing);
         return item;
     };
     // Deleted and created again under the same identifier: not the database azevac moved.
     if !record.is_about(db.identity.as_ref()) {
-        crate::plan::recreated(&mut item, record, db.identity.as_ref(), forget_missing);
+        crate::model::plan::recreated(&mut item, record, db.identity.as_ref(), forget_missing);
         return item;
     }
     // Never a guess: a record this version cannot read fails its line, and is kept.

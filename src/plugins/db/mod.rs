@@ -32,8 +32,8 @@ use async_trait::async_trait;
 use super::wait::{self, Poll};
 use super::{Acted, Plugin, Refreshing, Scope, Setup, Stage};
 use crate::journal::{Guard, Held};
+use crate::model::topology::Zones;
 use crate::model::{Command, Item, Record, Status};
-use crate::topology::Zones;
 use crate::{Error, Result};
 use decide::{exposed, fails_back, recovery, restore_words, Decision};
 use rds::Rds;
@@ -57,7 +57,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     ],
     build: plugin,
     flags: Some(&flags::FLAGS),
-    describe: crate::action::words::<Action>,
+    describe: crate::model::action::words::<Action>,
     cluster: super::no_cluster,
 };
 /// Why a single-AZ instance in the zone is listed and left alone.
@@ -143,7 +143,7 @@ impl Plugin for Databases {
             return Ok(Vec::new());
         }
         // A writer failed over twice (two zones) fails back the way it came: the last first.
-        crate::plan::latest_first(&mut records);
+        crate::model::plan::latest_first(&mut records);
         let zones = self.rds.zones().await?;
         let mut databases = self.read(&zones, records.iter().map(|r| r.resource.as_str())).await?;
         let mut items = Vec::with_capacity(records.len());
@@ -357,7 +357,7 @@ impl Databases {
                     failover.id,
                     elapsed.as_secs()
                 );
-                crate::say!("{}", crate::text::clean(&progress));
+                crate::say!("{}", crate::model::text::clean(&progress));
             }
             Ok(Poll::Pending(db))
         })

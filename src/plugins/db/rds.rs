@@ -8,8 +8,8 @@ use aws_sdk_rds::types::{DbCluster, DbInstance, Tag};
 
 use super::cache::FailoverSettings;
 use super::types::{Database, Failover, Kind, Member, Target};
+use crate::model::topology::Zones;
 use crate::model::{timestamp, Identity};
-use crate::topology::Zones;
 use crate::{Error, Result};
 
 /// The RDS API.
@@ -49,9 +49,9 @@ impl Rds {
     }
 
     /// `azevac doctor`: one page of DB clusters (20 is the least a page may ask for).
-    pub async fn probe(&self) -> crate::check::Check {
+    pub async fn probe(&self) -> crate::model::check::Check {
         let listed = self.client.describe_db_clusters().max_records(20).send().await;
-        crate::check::Check::answered(super::TYPE, "rds:DescribeDBClusters", listed)
+        crate::model::check::Check::answered(super::TYPE, "rds:DescribeDBClusters", listed)
     }
 
     /// The region's zones (recover plans without a zone; RDS speaks in zone names).

@@ -6,9 +6,9 @@
 use super::cache::FailoverSettings;
 use super::types::{Database, Failover};
 use super::Databases;
+use crate::model::topology::Zones;
 use crate::model::Item;
 use crate::plugins::Acted;
-use crate::topology::Zones;
 use crate::{Error, Result};
 
 /// What a replication group's failover does, decided from the act's fresh read.

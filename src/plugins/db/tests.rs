@@ -7,7 +7,7 @@ use super::decide::{best_reader, class_rank, decide, evacuation};
 use super::sequence::{cache_steps, CacheSteps};
 use super::*;
 use crate::journal::State;
-use crate::plan::Filters;
+use crate::model::plan::Filters;
 
 const ARN: &str = "arn:aws:rds:us-east-1:123456789012:cluster:orders";
 
@@ -610,11 +610,11 @@ mod sdk {
         Zones::new(
             "us-east-1",
             vec![
-                crate::topology::Zone {
+                crate::model::topology::Zone {
                     id: "use1-az2".into(),
                     name: "us-east-1c".into(),
                 },
-                crate::topology::Zone {
+                crate::model::topology::Zone {
                     id: "use1-az1".into(),
                     name: "us-east-1b".into(),
                 },
@@ -876,7 +876,7 @@ fn issue_32_a_record_that_does_not_parse_fails_its_line() {
     assert_eq!(items[0].status, Status::Failed, "{:?}", items[0].reason);
     assert!(items[0].steps.is_empty());
 
-    let typed = crate::action::encode(&[Action::Writer {
+    let typed = crate::model::action::encode(&[Action::Writer {
         id: "a".into(),
         az_id: "use1-az2".into(),
     }]);

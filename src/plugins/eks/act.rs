@@ -11,8 +11,8 @@ use serde_json::json;
 
 use super::decide::{effect, evictable, our_taint};
 use super::{Action, Mode, Options, TAINT_KEY};
-use crate::action::encode;
 use crate::journal::Guard;
+use crate::model::action::encode;
 use crate::model::Record;
 use crate::plugins::kube::node::is_schedulable;
 use crate::plugins::kube::{kube_err, Cluster};
@@ -128,7 +128,7 @@ async fn drain(cluster: &Cluster, node: &str, timeout: Duration) -> Result<Vec<S
             .notify(|_, _| {
                 crate::say!(
                     "azevac: waiting to evict {}: a PodDisruptionBudget refuses it for now",
-                    crate::text::clean(&format!("{namespace}/{name}"))
+                    crate::model::text::clean(&format!("{namespace}/{name}"))
                 )
             })
             .await;

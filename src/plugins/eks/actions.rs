@@ -33,7 +33,7 @@ impl Action {
     }
 }
 
-impl crate::action::Action for Action {
+impl crate::model::action::Action for Action {
     /// As the plan has always shown them: `taint:KEY=VALUE:EFFECT`, `cordon`, `drain`.
     fn describe(&self) -> String {
         match self {
@@ -65,7 +65,7 @@ impl crate::action::Action for Action {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::action::{encode, Action as _};
+    use crate::model::action::{encode, Action as _};
 
     #[test]
     fn the_strings_written_before_format_2_read_as_their_actions() {
@@ -88,7 +88,7 @@ mod tests {
     fn the_plan_shows_what_it_always_showed_and_the_journal_holds_json() {
         let actions = [Action::taint("use1-az2", "NoSchedule"), Action::Cordon];
         assert_eq!(
-            crate::action::describe(&actions),
+            crate::model::action::describe(&actions),
             ["taint:azevac.io/evacuated=use1-az2:NoSchedule", "cordon"]
         );
         assert_eq!(

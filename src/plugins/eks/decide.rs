@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 
 use super::{Action, Mode, TAINT_KEY, TYPE};
-use crate::action::Action as _;
+use crate::model::action::Action as _;
+use crate::model::plan::ALREADY_EVACUATED;
+use crate::model::topology::Zones;
 use crate::model::{Item, Record, Resource};
-use crate::plan::ALREADY_EVACUATED;
 use crate::plugins::kube::node::{is_ready, is_schedulable};
 use crate::plugins::kube::{node_identity, node_zone, replaced, short};
 use crate::plugins::Finding;
-use crate::topology::Zones;
 
 /// The journal's `resource` for a node.
 pub fn resource_id(cluster: &str, node: &str) -> String {
@@ -202,14 +202,14 @@ pub fn recovery_line(record: &Record) -> Item {
 }
 
 /// What recovering one node's record means (pure): undo the recorded actions that are still in
-/// place. A node that is gone keeps its record until `--forget-missing` ([`crate::plan::missing`]);
+/// place. A node that is gone keeps its record until `--forget-missing` ([`crate::model::plan::missing`]);
 /// one replaced by another of the same name only has its record removed (the change went with
 /// the node, and the name is the new node's). Actions that do not parse fail the line.
 pub fn recovery(record: &Record, node: Option<&Node>, forget_missing: bool) -> Item {
     let mut item = recovery_line(record);
     let live = node.and_then(node_identity);
     match node {
-        None => crate::plan::missing(&mut item, "node", forget_missing),
+        None => crate::model::plan::missing(&mut item, "node", forget_missing),
         Some(_) if !record.is_about(live.as_ref()) => {
             item.reason = live
                 .as_ref()

@@ -21,8 +21,8 @@ use k8s_openapi::api::core::v1::Node;
 
 use super::kube::{self, Cluster};
 use super::{Acted, Plugin, Scope, Setup};
-use crate::action::encode;
 use crate::journal::Guard;
+use crate::model::action::encode;
 use crate::model::{Item, Record};
 use crate::{Error, Result};
 
@@ -46,7 +46,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     iam_actions: &[],
     build: plugin,
     flags: Some(&super::kube::flags::FLAGS),
-    describe: crate::action::words::<Action>,
+    describe: crate::model::action::words::<Action>,
     cluster: |resource| Some(decide::cluster_of(resource)).filter(|c| !c.is_empty()),
 };
 /// The taint azevac adds (value: the AZ ID).

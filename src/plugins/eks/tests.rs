@@ -6,9 +6,9 @@ use k8s_openapi::api::core::v1::Node;
 use serde_json::json;
 
 use super::*;
+use crate::model::topology::{Zone, Zones};
 use crate::model::{State, Status};
 use crate::plugins::kube::ZONE_ID_LABEL;
-use crate::topology::{Zone, Zones};
 
 fn zones() -> Zones {
     Zones::new(

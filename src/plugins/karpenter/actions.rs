@@ -36,7 +36,7 @@ pub enum Action {
     Annotated,
 }
 
-impl crate::action::Action for Action {
+impl crate::model::action::Action for Action {
     /// As the plan has always shown them: `requirement:KEY NotIn VALUE`, `notin-value:KEY=VALUE`,
     /// `in-value-removed:KEY=VALUE@AT`, `annotate:karpenter.sh/do-not-disrupt=true`.
     fn describe(&self) -> String {
@@ -75,7 +75,7 @@ impl crate::action::Action for Action {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::action::{encode, Action as _};
+    use crate::model::action::{encode, Action as _};
 
     #[test]
     fn the_strings_written_before_format_2_read_as_their_actions() {

@@ -10,11 +10,11 @@ use serde_json::{json, Value};
 
 use super::requirements::{exclusion, raw_requirements, requirements, revert, Exclusion};
 use super::{Action, Mode, DO_NOT_DISRUPT, NODEPOOL_LABEL, TYPE};
-use crate::action::Action as _;
+use crate::model::action::Action as _;
+use crate::model::plan::ALREADY_EVACUATED;
+use crate::model::topology::{Zone, Zones};
 use crate::model::{Identity, Item, Record, Resource};
-use crate::plan::ALREADY_EVACUATED;
 use crate::plugins::kube::{self, node_identity, node_zone, short};
-use crate::topology::{Zone, Zones};
 
 /// Labels and annotations of GitOps controllers that would put a NodePool back as Git has it.
 const GITOPS_MARKS: &[(&str, &str)] = &[
@@ -297,14 +297,14 @@ pub fn recovery_line(record: &Record) -> Item {
 
 /// What recovering one record means (pure): revert the recorded changes still in place.
 /// `current` is the NodePool or node as it is now: `None`, gone (its record kept until
-/// `--forget-missing`, [`crate::plan::missing`]); one of another uid, replaced (as good as gone:
+/// `--forget-missing`, [`crate::model::plan::missing`]); one of another uid, replaced (as good as gone:
 /// its record is removed). Actions that do not parse fail the line.
 pub fn recovery(record: &Record, current: Option<&Value>, forget_missing: bool) -> Item {
     let (_, is_pool, name) = parse_resource(&record.resource).unwrap_or(("", true, &record.resource));
     let what = if is_pool { "NodePool" } else { "node" };
     let mut item = recovery_line(record);
     let Some(current) = current else {
-        crate::plan::missing(&mut item, what, forget_missing);
+        crate::model::plan::missing(&mut item, what, forget_missing);
         return item;
     };
     let live = kube::identity(

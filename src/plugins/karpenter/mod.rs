@@ -47,7 +47,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     iam_actions: &[],
     build: plugin,
     flags: Some(&super::kube::flags::FLAGS),
-    describe: crate::action::words::<Action>,
+    describe: crate::model::action::words::<Action>,
     // `CLUSTER/nodepool/NAME`, `CLUSTER/node/NAME`.
     cluster: |resource| resource.rsplitn(3, '/').nth(2),
 };
@@ -130,7 +130,7 @@ impl Plugin for NodePools {
         let forget_missing = scope.request.forget_missing;
         // A value taken out of an `In` is put back where it stood: the last exclusion first, so
         // that each goes back into the list its own position was counted in.
-        crate::plan::latest_first(&mut records);
+        crate::model::plan::latest_first(&mut records);
         let mut items = Vec::new();
         for record in &records {
             let (cluster_name, is_pool, name) = decide::parse_resource(&record.resource).unwrap_or_default();

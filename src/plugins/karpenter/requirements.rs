@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::Action;
+use crate::model::topology::Zone;
 use crate::plugins::kube::{ZONE_ID_LABEL, ZONE_NAME_LABEL};
-use crate::topology::Zone;
 use crate::{Error, Result};
 
 /// One requirement of `spec.template.spec.requirements`, as far as azevac reads it.

@@ -4,8 +4,8 @@ use serde_json::json;
 
 use super::decide::gitops;
 use super::*;
+use crate::model::topology::Zone;
 use crate::plugins::kube::{ZONE_ID_LABEL, ZONE_NAME_LABEL};
-use crate::topology::Zone;
 
 fn zones() -> Vec<Zone> {
     [
@@ -178,7 +178,7 @@ fn recovery_reads_both_formats_keeps_a_vanished_record_and_fails_on_an_unknown_a
     let mut raw = vec![json!({ "key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"] })];
     apply(&change, &mut raw);
     let pool = json!({ "metadata": { "uid": "u1" }, "spec": { "template": { "spec": { "requirements": raw } } } });
-    let encoded = crate::action::encode(&[change]);
+    let encoded = crate::model::action::encode(&[change]);
     for actions in [
         vec!["requirement:topology.k8s.aws/zone-id NotIn use1-az2"],
         vec![encoded[0].as_str()],
@@ -255,7 +255,7 @@ fn issue_50_eks_auto_modes_built_in_nodepools_are_skipped_with_what_works() {
     assert_eq!(auto_mode_builtin(&pools[2]), None);
     assert_eq!(auto_mode_builtin(&pools[3]), None, "the name alone is not EKS's mark");
 
-    let zones = crate::topology::Zones::new("us-east-1", zones());
+    let zones = crate::model::topology::Zones::new("us-east-1", zones());
     let lines = evacuation(
         "prod",
         &pools,

@@ -1,7 +1,7 @@
 //! `azevac doctor`'s lines for the Kubernetes kinds: a cluster that cannot be read is named with
 //! what to fix (the caller's credentials, its RBAC, the network path).
 
-use crate::check::Check;
+use crate::model::check::Check;
 
 /// `doctor`'s line for a Kubernetes type run without `--kube-context`: nothing to check.
 pub fn no_context(resource_type: &str, what: &str) -> Check {

@@ -157,7 +157,7 @@ impl Cluster {
         change: F,
     ) -> Result<Option<Node>>
     where
-        A: crate::action::Action,
+        A: crate::model::action::Action,
         F: Fn(&Node) -> Option<(serde_json::Value, Vec<A>)>,
     {
         let api: Api<Node> = Api::all(self.client());

@@ -4,8 +4,8 @@
 
 use k8s_openapi::api::core::v1::Node;
 
+use crate::model::topology::Zones;
 use crate::model::{Identity, Record};
-use crate::topology::Zones;
 
 /// The AZ ID label EKS sets from Kubernetes 1.30.
 pub const ZONE_ID_LABEL: &str = "topology.k8s.aws/zone-id";
@@ -81,7 +81,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::topology::Zone;
+    use crate::model::topology::Zone;
 
     fn node(labels: &[(&str, &str)]) -> Node {
         serde_json::from_value(json!({

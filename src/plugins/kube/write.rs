@@ -7,8 +7,8 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
 use super::kube_err;
-use crate::action::{encode, Action};
 use crate::journal::Guard;
+use crate::model::action::{encode, Action};
 use crate::model::Identity;
 use crate::{Error, Result};
 

@@ -68,7 +68,7 @@ const LEGACY_ORIGINAL: &str = "route:";
 /// The journal's prefix of an [`Action::Set`] before journal format 2: `set:<destination>:<nat-id>`.
 const LEGACY_SET: &str = "set:";
 
-impl crate::action::Action for Action {
+impl crate::model::action::Action for Action {
     fn describe(&self) -> String {
         match self {
             Action::Original { destination, nat } => format!("{destination} was on {nat}"),

@@ -8,8 +8,8 @@ use aws_sdk_ec2::types::Filter;
 use super::actions::Destination;
 use super::decide::{table_id, Change};
 use super::estate::{Estate, NatGateway, Route, RouteTable};
+use crate::model::topology::chunked;
 use crate::model::Record;
-use crate::topology::chunked;
 use crate::{Error, Result};
 
 /// The EC2 calls of this type.
@@ -71,7 +71,7 @@ impl Ec2 {
     /// Each NAT gateway's AZ ID: its subnet's, through the topology's batched subnet reads.
     async fn locate(&self, nats: &mut [NatGateway]) -> Result<()> {
         let subnets: BTreeSet<String> = nats.iter().map(|n| n.subnet_id.clone()).collect();
-        let located = crate::topology::locate_subnets(&self.client, &subnets).await?;
+        let located = crate::model::topology::locate_subnets(&self.client, &subnets).await?;
         for nat in nats {
             nat.az_id = located.get(&nat.subnet_id).map(|site| site.az_id.clone());
         }
@@ -117,7 +117,7 @@ impl Ec2 {
 
     /// Subnets matching one filter: subnet → (VPC, AZ ID).
     async fn subnets(&self, name: &str, values: &[String]) -> Result<BTreeMap<String, (String, String)>> {
-        let found = crate::topology::sites_where(&self.client, name, values).await?;
+        let found = crate::model::topology::sites_where(&self.client, name, values).await?;
         Ok(found
             .into_iter()
             .map(|(subnet, site)| (subnet, (site.vpc, site.az_id)))
@@ -190,7 +190,7 @@ impl Ec2 {
         RouteTable {
             arn: format!(
                 "arn:{}:ec2:{}:{}:route-table/{id}",
-                crate::arn::partition(&self.region),
+                crate::model::arn::partition(&self.region),
                 self.region,
                 t.owner_id().unwrap_or_default()
             ),

@@ -10,8 +10,8 @@ use super::actions::{Action, Destination};
 use super::estate::{Estate, RouteTable};
 use super::{CROSS_ZONE_NOTE, TYPE};
 use crate::error::describe;
+use crate::model::plan::{Filters, ALREADY_EVACUATED};
 use crate::model::{Item, Placement, Record, Resource, Site};
-use crate::plan::{Filters, ALREADY_EVACUATED};
 
 /// One route's move: `from` → `to` (evacuate: zonal NAT → replacement; recover: back).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -250,7 +250,7 @@ pub fn recovery(record: &Record, table: Option<&RouteTable>, nats: &Estate, forg
         ..Item::new(TYPE, &record.resource, name, &record.az_id)
     };
     let Some(table) = table else {
-        crate::plan::missing(&mut item, "route table", forget_missing);
+        crate::model::plan::missing(&mut item, "route table", forget_missing);
         return item;
     };
     // An action this version cannot read fails the line: nothing is put back on a guess.

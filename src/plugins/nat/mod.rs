@@ -56,7 +56,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     ],
     build: plugin,
     flags: None,
-    describe: crate::action::words::<actions::Action>,
+    describe: crate::model::action::words::<actions::Action>,
     cluster: super::no_cluster,
 };
 /// What routing through another zone costs, shown with every evacuation line.

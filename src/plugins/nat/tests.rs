@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::action::{encode, Action as _};
 use crate::journal::State;
-use crate::plan::Filters;
+use crate::model::action::{encode, Action as _};
+use crate::model::plan::Filters;
 
 const ZONE: &str = "use1-az2";
 
@@ -298,7 +298,7 @@ fn a_record_naming_a_nat_gateway_outside_its_zone_or_vpc_is_odd() {
     let e = estate(vec![]);
     let honest = encode(&[original(&v4, "nat-zone"), set(&v4, "nat-a4")]);
     assert_eq!(
-        crate::plan::odd_record(&recovery(&record(&honest), Some(&live), &e, false)),
+        crate::model::plan::odd_record(&recovery(&record(&honest), Some(&live), &e, false)),
         None
     );
     for (first, why) in [
@@ -310,14 +310,14 @@ fn a_record_naming_a_nat_gateway_outside_its_zone_or_vpc_is_odd() {
     ] {
         let odd = encode(&[original(&v4, first), set(&v4, "nat-a4")]);
         let item = recovery(&record(&odd), Some(&live), &e, false);
-        let found = crate::plan::odd_record(&item).expect(first);
+        let found = crate::model::plan::odd_record(&item).expect(first);
         assert!(found.contains(why), "{found}");
     }
     let mut elsewhere = e.clone();
     elsewhere.nats.push(nat("nat-zone-vpc-2", "vpc-2", ZONE, "public"));
     let odd = encode(&[original(&v4, "nat-zone-vpc-2"), set(&v4, "nat-a4")]);
     let item = recovery(&record(&odd), Some(&live), &elsewhere, false);
-    let found = crate::plan::odd_record(&item).expect("another VPC");
+    let found = crate::model::plan::odd_record(&item).expect("another VPC");
     assert!(found.contains("lies in vpc-2, not in vpc-1"), "{found}");
 }
 

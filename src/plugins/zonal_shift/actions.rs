@@ -52,7 +52,7 @@ const LEGACY_STARTED: &str = "zonal-shift:";
 /// expires in <duration>`.
 const LEGACY_START: (&str, &str) = ("start zonal shift away from ", ", expires in ");
 
-impl crate::action::Action for Action {
+impl crate::model::action::Action for Action {
     fn describe(&self) -> String {
         match self {
             Action::Start { away_from, expires_in } => {

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use aws_sdk_arczonalshift::types::ManagedResourceSummary;
 
 use super::decide::Managed;
+use crate::model::topology::Zones;
 use crate::plugins::shifted::{self, Active};
-use crate::topology::Zones;
 use crate::{Error, Result};
 
 /// A shift as ARC lists it, whatever its status.

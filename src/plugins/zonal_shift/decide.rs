@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use super::actions::{started_id, Action, Cancel, Extension};
 use super::TYPE;
 use crate::error::describe;
+use crate::model::plan::ALREADY_EVACUATED;
 use crate::model::{Item, Record, Resource};
-use crate::plan::ALREADY_EVACUATED;
 use crate::plugins::shifted::{arn_of, key, Active};
 use crate::Result;
 

@@ -21,9 +21,9 @@ mod tests;
 use async_trait::async_trait;
 
 use super::{Acted, Plugin, Scope, Setup, Stage};
-use crate::action::encode;
 use crate::error::describe;
 use crate::journal::Guard;
+use crate::model::action::encode;
 use crate::model::{Command, Item, Record, Status};
 use crate::plugins::shifted::arn_of;
 use crate::{Error, Result};
@@ -53,7 +53,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     ],
     build: plugin,
     flags: Some(&flags::FLAGS),
-    describe: crate::action::words::<actions::Action>,
+    describe: crate::model::action::words::<actions::Action>,
     cluster: super::no_cluster,
 };
 /// `--expires-in` when not given: long enough to ride out most zonal incidents, short enough that

@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 
 use super::decide::COMMENT_LIMIT;
 use super::*;
-use crate::action::{encode, Action as _};
 use crate::journal::State;
-use crate::plan::ALREADY_EVACUATED;
-use crate::topology::Zones;
+use crate::model::action::{encode, Action as _};
+use crate::model::plan::ALREADY_EVACUATED;
+use crate::model::topology::Zones;
 
 const LB: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/edge/0123";
 const GROUP: &str = "arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:u:autoScalingGroupName/web";
@@ -327,7 +327,7 @@ mod sdk {
     fn zones() -> Zones {
         Zones::new(
             "us-east-1",
-            vec![crate::topology::Zone {
+            vec![crate::model::topology::Zone {
                 id: "use1-az2".into(),
                 name: "us-east-1c".into(),
             }],

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use futures::{StreamExt, TryStreamExt};
 
-use crate::plan::{Item, Status};
+use crate::model::plan::{Item, Status};
 use crate::{Error, Result};
 
 /// ELBv2's attribute (on the load balancer, and on a target group that overrides it).
@@ -234,7 +234,7 @@ mod tests {
             ..Resource::default()
         };
         let zone = BTreeSet::from(["b".to_string()]);
-        crate::plan::evacuation("use1-az2", &resource, &zone, &Default::default(), None).expect("in zone")
+        crate::model::plan::evacuation("use1-az2", &resource, &zone, &Default::default(), None).expect("in zone")
     }
 
     fn nlb() -> Vec<Zonal> {

@@ -98,14 +98,14 @@ impl Alarms {
         if !missing.is_empty() {
             return Err(Error::BadInput(format!(
                 "no CloudWatch alarm named {} in this account and region: check {names_flag} (and --region)",
-                crate::text::clean(&missing.join(", "))
+                crate::model::text::clean(&missing.join(", "))
             )));
         }
         for prefix in &self.prefixes {
             if !readings.iter().any(|r| r.name.starts_with(prefix.as_str())) {
                 return Err(Error::BadInput(format!(
                     "no CloudWatch alarm's name starts with {}: check {prefixes_flag} (and --region)",
-                    crate::text::clean(prefix)
+                    crate::model::text::clean(prefix)
                 )));
             }
         }
@@ -192,13 +192,17 @@ pub fn firing(readings: &[Reading]) -> Vec<&Reading> {
 pub fn describe(reading: &Reading) -> String {
     let reason = reading.reason.trim();
     if reason.is_empty() {
-        format!("{} ({})", crate::text::clean(&reading.name), reading.state.as_str())
+        format!(
+            "{} ({})",
+            crate::model::text::clean(&reading.name),
+            reading.state.as_str()
+        )
     } else {
         format!(
             "{} ({}: {})",
-            crate::text::clean(&reading.name),
+            crate::model::text::clean(&reading.name),
             reading.state.as_str(),
-            crate::text::clean(reason)
+            crate::model::text::clean(reason)
         )
     }
 }

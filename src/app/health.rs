@@ -140,7 +140,7 @@ impl Health {
         serde_json::from_str(text).map_err(|e| {
             format!(
                 "not a health file of azevac watch ({})",
-                crate::text::clean(&e.to_string())
+                crate::model::text::clean(&e.to_string())
             )
         })
     }
@@ -186,13 +186,13 @@ impl Health {
                 ),
             )
         };
-        (passes, crate::text::clean(&format!("azevac: health: {line}")))
+        (passes, crate::model::text::clean(&format!("azevac: health: {line}")))
     }
 }
 
 /// Read the health file at `path`: `Err` says, in one line, what is wrong and what to do.
 pub fn read(path: &Path) -> Result<Health, String> {
-    let shown = crate::text::clean(&path.display().to_string());
+    let shown = crate::model::text::clean(&path.display().to_string());
     let text = std::fs::read_to_string(path).map_err(|e| {
         format!(
             "cannot read the health file {shown}: {e}; is azevac watch running with --health-file {shown} (or \
@@ -279,7 +279,7 @@ impl Beacon {
             write_atomically(path, &text).map_err(|e| {
                 format!(
                     "cannot write the health file {}: {e}; give --health-file a path in a folder the watcher may write",
-                    crate::text::clean(&path.display().to_string())
+                    crate::model::text::clean(&path.display().to_string())
                 )
             })?;
         }
@@ -362,8 +362,8 @@ impl Beacon {
                     if inner.failing.as_deref() != Some(&error) {
                         crate::say!(
                             "azevac: warning: watch: cannot write the health file {}: {}",
-                            crate::text::clean(&path.display().to_string()),
-                            crate::text::clean(&error)
+                            crate::model::text::clean(&path.display().to_string()),
+                            crate::model::text::clean(&error)
                         );
                         inner.failing = Some(error);
                     }
@@ -388,7 +388,7 @@ impl Beacon {
 
 /// The one-line `STATUS=` systemd shows (`systemctl status`).
 fn status(health: &Health) -> String {
-    crate::text::clean(&format!("{}: {}", health.state.name(), health.detail))
+    crate::model::text::clean(&format!("{}: {}", health.state.name(), health.detail))
 }
 
 /// Tell systemd, when it listens (`NOTIFY_SOCKET`); a failure to is not the watcher's to stop for.

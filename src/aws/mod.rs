@@ -1,6 +1,10 @@
 //! One `SdkConfig` for every client, built by the SDK's own configuration chain so that profiles,
 //! SSO, environment variables and `AWS_ENDPOINT_URL` work exactly as they do for the AWS CLI.
 
+pub mod alarms;
+pub mod pacing;
+pub mod stats;
+
 use std::time::Duration;
 
 use aws_config::retry::RetryConfig;
@@ -30,13 +34,13 @@ pub struct Connection {
     /// `--operation-timeout`: the longest one call may take, retries included.
     pub operation_timeout: Option<Duration>,
     /// Requests per second per service (the published quotas, then `--max-rate`).
-    pub pacing: crate::pacing::Limits,
+    pub pacing: crate::aws::pacing::Limits,
 }
 
 /// Load the shared SDK configuration. Fails with a clear message when no region can be found, or
 /// when the configured region is not the AZ ID's.
 pub async fn load(conn: &Connection) -> Result<SdkConfig> {
-    let implied = conn.az_id.as_deref().and_then(crate::topology::region_of_az_id);
+    let implied = conn.az_id.as_deref().and_then(crate::model::topology::region_of_az_id);
     let config = load_with(conn, conn.region.clone()).await;
     let Some(region) = config.region().map(|r| r.to_string()) else {
         let Some(implied) = implied else {
@@ -71,7 +75,7 @@ async fn load_with(conn: &Connection, region: Option<String>) -> SdkConfig {
         loader = loader.endpoint_url(url);
     }
     // Respect AWS_RETRY_MODE / AWS_MAX_ATTEMPTS (or the profile's) when the operator set them;
-    // otherwise standard retries, below the client's own pacing (crate::pacing). Under
+    // otherwise standard retries, below the client's own pacing (crate::aws::pacing). Under
     // bench/ratelimit.py's model (one run per variant), adaptive was 2-3x slower than standard
     // whenever a throttle arrived (its own limiter holds a lightly used client back for seconds),
     // and no faster once the pacing matched the quotas.
@@ -90,7 +94,7 @@ async fn load_with(conn: &Connection, region: Option<String>) -> SdkConfig {
     loader = loader.timeout_config(timeouts.build());
     // Pace each service below its quota: sending at the limit beats tripping the throttle and backing
     // off (one throttle on a lightly used adaptive client costs seconds).
-    if let Some(http) = crate::pacing::default_http_client() {
+    if let Some(http) = crate::aws::pacing::default_http_client() {
         loader = loader.http_client(conn.pacing.wrap(http));
     }
     // CloudTrail shows the user agent of every call: "app/azevac-<version>" says which calls were

@@ -80,8 +80,8 @@ pub enum Rejected {
 impl std::fmt::Display for Rejected {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Rejected::Malformed(why) => write!(f, "not an EventBridge event: {}", crate::text::clean(why)),
-            Rejected::Foreign(why) => write!(f, "not for this watcher: {}", crate::text::clean(why)),
+            Rejected::Malformed(why) => write!(f, "not an EventBridge event: {}", crate::model::text::clean(why)),
+            Rejected::Foreign(why) => write!(f, "not for this watcher: {}", crate::model::text::clean(why)),
         }
     }
 }
@@ -180,7 +180,7 @@ fn envelope(value: serde_json::Value, region: &str) -> Result<Event, Rejected> {
         && zone
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if !shaped || crate::topology::region_of_az_id(&zone).as_deref() != Some(region) {
+    if !shaped || crate::model::topology::region_of_az_id(&zone).as_deref() != Some(region) {
         return Err(Rejected::Malformed(format!(
             "detail.metadata.awayFrom {} is not an AZ ID of {region}",
             bounded(&zone, 20)
@@ -203,7 +203,7 @@ fn bounded(text: &str, max: usize) -> String {
     if text.chars().count() > max {
         out.push('…');
     }
-    crate::text::clean(&out)
+    crate::model::text::clean(&out)
 }
 
 #[cfg(test)]
@@ -334,7 +334,10 @@ mod tests {
                 assert!(!event.id.is_empty() && !event.id.chars().any(char::is_control));
                 match event.change {
                     Change::Started { zone, .. } | Change::Ended { zone, .. } => {
-                        assert_eq!(crate::topology::region_of_az_id(&zone).as_deref(), Some("us-east-1"));
+                        assert_eq!(
+                            crate::model::topology::region_of_az_id(&zone).as_deref(),
+                            Some("us-east-1")
+                        );
                     }
                     Change::Other { detail_type } => assert!(!detail_type.chars().any(char::is_control)),
                 }

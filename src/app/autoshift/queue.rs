@@ -57,7 +57,7 @@ impl Queue {
                     other => Error::BadInput(format!(
                         "cannot read the queue {}: {}; give --queue the URL of the queue the EventBridge rule \
                          feeds (fixtures/autoshift-queue.cfn.yaml creates both), readable with sqs:ReceiveMessage",
-                        crate::text::clean(&self.url),
+                        crate::model::text::clean(&self.url),
                         crate::error::describe(&other)
                     )),
                 }

@@ -2,7 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 
-pub use crate::alarms::parse_name as parse_alarm_name;
+pub use crate::aws::alarms::parse_name as parse_alarm_name;
 use crate::journal::DEFAULT_TABLE;
 pub use crate::model::parse_tag;
 use crate::model::Request;
@@ -77,7 +77,7 @@ pub struct Global {
     /// lifts a default). Defaults follow the published quotas: ec2=20 (burst 100), lambda=15.
     #[arg(long, global = true, env = "AZEVAC_MAX_RATE", hide_env_values = true, value_name = "SERVICE=N",
           value_delimiter = ',', value_parser = parse_max_rate)]
-    pub max_rate: Vec<(String, Option<crate::pacing::Rate>)>,
+    pub max_rate: Vec<(String, Option<crate::aws::pacing::Rate>)>,
     /// More log lines on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -85,8 +85,8 @@ pub struct Global {
     /// (run started, each line planned and changed / failed / skipped, run ended; each with an
     /// RFC 3339 timestamp and the run ID). No progress bar with json.
     #[arg(long, global = true, env = "AZEVAC_LOG_FORMAT", hide_env_values = true, value_enum,
-          default_value_t = crate::events::LogFormat::Text)]
-    pub log_format: crate::events::LogFormat,
+          default_value_t = crate::process::events::LogFormat::Text)]
+    pub log_format: crate::process::events::LogFormat,
 }
 
 pub use crate::model::Output;
@@ -304,7 +304,7 @@ pub struct Notify {
     /// SNS topic to tell when a real run starts and when it ends (repeatable; AWS Chatbot,
     /// PagerDuty or e-mail subscribe to it). A publish that fails is a warning, never a stop.
     #[arg(long = "notify", value_name = "TOPIC_ARN", env = "AZEVAC_NOTIFY", hide_env_values = true, value_delimiter = ',',
-          value_parser = crate::notify::parse_topic_arn)]
+          value_parser = crate::app::notify::parse_topic_arn)]
     pub topics: Vec<String>,
 }
 
@@ -318,10 +318,10 @@ pub struct Accounts {
     #[arg(long, value_name = "IDS|org", value_parser = parse_account_list)]
     pub accounts: Option<AccountList>,
     /// With `--accounts org`: only the accounts under this OU or root, at any depth (repeatable).
-    #[arg(long = "ou", value_name = "OU_ID", value_parser = crate::accounts::parse_ou)]
+    #[arg(long = "ou", value_name = "OU_ID", value_parser = crate::app::accounts::parse_ou)]
     pub ous: Vec<String>,
     /// Leave this account out (repeatable).
-    #[arg(long = "exclude-account", value_name = "ID", value_parser = crate::accounts::parse_account_id)]
+    #[arg(long = "exclude-account", value_name = "ID", value_parser = crate::app::accounts::parse_account_id)]
     pub exclude: Vec<String>,
     #[command(flatten)]
     #[allow(missing_docs)]
@@ -373,7 +373,7 @@ impl Accounts {
 pub struct AccountList(pub Vec<String>);
 
 fn parse_account_list(value: &str) -> Result<AccountList, String> {
-    crate::accounts::parse_accounts(value).map(AccountList)
+    crate::app::accounts::parse_accounts(value).map(AccountList)
 }
 
 /// `azevac evacuate`.
@@ -601,8 +601,8 @@ fn duration_within(
 }
 
 /// `--max-rate`: SERVICE=N or SERVICE=unlimited.
-fn parse_max_rate(text: &str) -> Result<(String, Option<crate::pacing::Rate>), String> {
-    crate::pacing::parse_max_rate(text, &crate::plugins::services()).map_err(|e| e.to_string())
+fn parse_max_rate(text: &str) -> Result<(String, Option<crate::aws::pacing::Rate>), String> {
+    crate::aws::pacing::parse_max_rate(text, &crate::plugins::services()).map_err(|e| e.to_string())
 }
 
 /// `--lease`: a duration between 2 seconds and 1 hour.
@@ -652,7 +652,7 @@ pub struct Waves {
     /// Put the resources back in waves, counted from the start (e.g. 1,10%,50%,100%; a last wave
     /// of 100% is implied). Every type, account and cluster is in the first wave with room for it.
     #[arg(long, value_name = "STEPS", value_parser = parse_waves)]
-    pub waves: Option<crate::waves::Waves>,
+    pub waves: Option<crate::app::waves::Waves>,
     /// How long each wave bakes, its alarms watched, before the next one starts (e.g. 5m, 90s).
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_bake, requires = "waves")]
     pub bake: std::time::Duration,
@@ -693,8 +693,8 @@ impl Waves {
     }
 }
 
-/// `--waves`: see [`crate::waves::Waves`].
-fn parse_waves(text: &str) -> Result<crate::waves::Waves, String> {
+/// `--waves`: see [`crate::app::waves::Waves`].
+fn parse_waves(text: &str) -> Result<crate::app::waves::Waves, String> {
     text.parse()
 }
 

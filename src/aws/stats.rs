@@ -139,7 +139,7 @@ macro_rules! client {
     ($service:ident, $sdk:expr) => {
         $service::Client::from_conf(
             $service::config::Builder::from($sdk)
-                .interceptor($crate::stats::counter())
+                .interceptor($crate::aws::stats::counter())
                 .build(),
         )
     };

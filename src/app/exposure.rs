@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use aws_sdk_ec2::types::{Filter, Tag};
 use futures::future::BoxFuture;
 
+use crate::model::topology::Zone;
 use crate::model::Finding;
-use crate::topology::Zone;
 use crate::{Error, Result};
 
 /// The tag Auto Scaling puts on the instances of a group.

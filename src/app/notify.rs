@@ -114,7 +114,7 @@ impl Form {
     fn put(self, text: &str) -> String {
         match self {
             Form::Plain => text.to_owned(),
-            Form::Markdown => crate::text::markdown(text),
+            Form::Markdown => crate::model::text::markdown(text),
         }
     }
 }
@@ -456,7 +456,7 @@ pub fn watcher(region: &str, caller: &str, event: &str, what: &str, details: &[S
         }
         text
     };
-    let title = format!("azevac watch {}: {}", keyword(region), crate::text::clean(what));
+    let title = format!("azevac watch {}: {}", keyword(region), crate::model::text::clean(what));
     let chatbot = serde_json::json!({
         "version": "1.0",
         "source": "custom",
@@ -521,8 +521,8 @@ impl Notifier {
                 let why = crate::error::sdk::detail(&e);
                 crate::say!(
                     "azevac: warning: could not notify {} ({PUBLISH}): {}",
-                    crate::text::clean(topic),
-                    crate::text::clean(&why)
+                    crate::model::text::clean(topic),
+                    crate::model::text::clean(&why)
                 );
             }
         });
@@ -545,7 +545,7 @@ impl Notifier {
             aws_sdk_sns::config::Builder::from(&self.sdk)
                 .region(Region::new(region))
                 .timeout_config(timeouts)
-                .interceptor(crate::stats::counter())
+                .interceptor(crate::aws::stats::counter())
                 .build(),
         )
     }

@@ -48,7 +48,7 @@ pub fn parse_account_id(value: &str) -> Result<String, String> {
     } else {
         Err(format!(
             "{:?} is not an AWS account ID: give the twelve digits (e.g. 111111111111)",
-            crate::text::clean(value)
+            crate::model::text::clean(value)
         ))
     }
 }
@@ -70,7 +70,7 @@ pub fn parse_ou(value: &str) -> Result<String, String> {
         Err(format!(
             "{:?} is not an organizational unit or root ID: give one like ou-ab12-cdef3456 or r-ab12 \
              (aws organizations list-organizational-units-for-parent)",
-            crate::text::clean(value)
+            crate::model::text::clean(value)
         ))
     }
 }
@@ -119,20 +119,20 @@ pub fn validate_role(fleet: &Fleet) -> Result<()> {
         return Err(Error::BadInput(format!(
             "--role-name {:?} is not an IAM role name (1 to 64 letters, digits and +=,.@_-, after a \
              path such as ops/ if the role has one), e.g. azevac or ops/azevac",
-            crate::text::clean(name)
+            crate::model::text::clean(name)
         )));
     }
     if let Some(template) = fleet.role_arn_template.as_deref().filter(|t| !is_role_template(t)) {
         return Err(Error::BadInput(format!(
             "--role-arn-template {:?} must be an IAM role ARN with {{account}} as its account, e.g. \
              arn:aws:iam::{{account}}:role/ops/azevac (or arn:{{partition}}:iam::{{account}}:role/NAME)",
-            crate::text::clean(template)
+            crate::model::text::clean(template)
         )));
     }
     if let Some(id) = fleet.external_id.as_deref().filter(|id| !is_external_id(id)) {
         return Err(Error::BadInput(format!(
             "--external-id {:?} is not one AWS accepts (2 to 1224 letters, digits and +=,.@:/_-)",
-            crate::text::clean(id)
+            crate::model::text::clean(id)
         )));
     }
     Ok(())
@@ -189,15 +189,15 @@ pub fn role_template(fleet: &Fleet, region: &str) -> String {
 pub fn role_difference(saved: &Fleet, given: &Fleet, region: &str) -> Option<String> {
     let (plan_role, our_role) = (role_template(saved, region), role_template(given, region));
     let external = |id: &Option<String>| match id {
-        Some(id) => format!("external ID {:?}", crate::text::clean(id)),
+        Some(id) => format!("external ID {:?}", crate::model::text::clean(id)),
         None => "no external ID".to_owned(),
     };
     let mut differences = Vec::new();
     if plan_role != our_role {
         differences.push(format!(
             "assumes {} in each account, not {} (the command line's)",
-            crate::text::clean(&plan_role),
-            crate::text::clean(&our_role)
+            crate::model::text::clean(&plan_role),
+            crate::model::text::clean(&our_role)
         ));
     }
     if saved.external_id != given.external_id {
@@ -214,19 +214,19 @@ pub fn role_difference(saved: &Fleet, given: &Fleet, region: &str) -> Option<Str
 pub fn role_flags(fleet: &Fleet) -> String {
     let mut flags = Vec::new();
     if let Some(template) = &fleet.role_arn_template {
-        flags.push(format!("--role-arn-template '{}'", crate::text::clean(template)));
+        flags.push(format!("--role-arn-template '{}'", crate::model::text::clean(template)));
     } else if let Some(name) = &fleet.role_name {
-        flags.push(format!("--role-name {}", crate::text::clean(name)));
+        flags.push(format!("--role-name {}", crate::model::text::clean(name)));
     }
     if let Some(id) = &fleet.external_id {
-        flags.push(format!("--external-id '{}'", crate::text::clean(id)));
+        flags.push(format!("--external-id '{}'", crate::model::text::clean(id)));
     }
     flags.join(" ")
 }
 
 /// The role azevac assumes in `account`.
 pub fn role_arn(fleet: &Fleet, account: &str, region: &str) -> String {
-    let partition = crate::arn::partition(region);
+    let partition = crate::model::arn::partition(region);
     match &fleet.role_arn_template {
         Some(template) => template.replace("{account}", account).replace("{partition}", partition),
         None => format!(
@@ -327,7 +327,7 @@ where
             "{action}: an --ou is not in this organization ({code}); list them with \
              aws organizations list-organizational-units-for-parent"
         )),
-        _ => Error::BadInput(format!("{action} failed: {}", crate::text::clean(&detail))),
+        _ => Error::BadInput(format!("{action} failed: {}", crate::model::text::clean(&detail))),
     }
 }
 
@@ -357,7 +357,7 @@ pub async fn assume(
             return Err(Error::BadInput(format!(
                 "cannot assume {role_arn} ({ASSUME_ROLE}): {}; check that the role exists in that account and trusts \
                  the caller (fixtures/member-role.cfn.yaml), and the --external-id",
-                crate::text::clean(&detail)
+                crate::model::text::clean(&detail)
             )));
         }
     };

@@ -74,11 +74,14 @@ pub fn decode<A: Action>(text: &str) -> std::result::Result<A, String> {
         // Old strings are never JSON (`cordon`, `taint:...`): anything that is, is a newer action.
         Err(e) if serde_json::from_str::<serde_json::Value>(text).is_ok() => Err(format!(
             "action {} is not one this azevac knows ({e})",
-            crate::text::clean(text)
+            crate::model::text::clean(text)
         )),
-        Err(_) => {
-            A::legacy(text).ok_or_else(|| format!("action {:?} is not one this azevac knows", crate::text::clean(text)))
-        }
+        Err(_) => A::legacy(text).ok_or_else(|| {
+            format!(
+                "action {:?} is not one this azevac knows",
+                crate::model::text::clean(text)
+            )
+        }),
     }
 }
 

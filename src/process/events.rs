@@ -81,7 +81,7 @@ pub fn note(level: &str, event: &str, fields: serde_json::Value) {
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {
-        $crate::events::say(&format!($($arg)*))
+        $crate::process::events::say(&format!($($arg)*))
     };
 }
 
