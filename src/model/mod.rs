@@ -431,7 +431,7 @@ pub struct WavesRequest {
 }
 
 /// What a recovery in waves does when an alarm stops it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OnAlarm {
     /// Stop: the waves not started stay journalled, for a later recover.
