@@ -4,6 +4,7 @@ use clap::Args;
 
 use super::shared::duration_within;
 use crate::journal::DEFAULT_TABLE;
+use crate::process::events::LogFormat;
 
 /// Options every command takes.
 #[derive(Debug, Args)]
@@ -64,12 +65,27 @@ pub struct Global {
     /// What goes to stderr: lines for people, or one JSON object per line for the incident timeline
     /// (run started, each line planned and changed / failed / skipped, run ended; each with an
     /// RFC 3339 timestamp and the run ID). No progress bar with json.
-    #[arg(long, global = true, env = "AZEVAC_LOG_FORMAT", hide_env_values = true, value_enum,
-          default_value_t = crate::process::events::LogFormat::Text)]
-    pub log_format: crate::process::events::LogFormat,
+    #[arg(long, global = true, env = "AZEVAC_LOG_FORMAT", hide_env_values = true,
+          default_value = "text", value_parser = log_format_parser())]
+    pub log_format: LogFormat,
 }
 
 pub use crate::model::Output;
+
+/// `--log-format`: the plain `LogFormat` of the process's stderr, with the words and help clap
+/// shows for it.
+pub(super) fn log_format_parser() -> impl clap::builder::TypedValueParser<Value = LogFormat> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new([
+        PossibleValue::new("text").help("Lines for people"),
+        PossibleValue::new("json")
+            .help("One JSON object per line: `timestamp` (RFC 3339, UTC), `level`, `event`, and the event's fields"),
+    ])
+    .map(|word| match word.as_str() {
+        "json" => LogFormat::Json,
+        _ => LogFormat::Text,
+    })
+}
 
 /// `--output`: the model's plain `Output`, with the words and help clap shows for it.
 pub(super) fn output_parser() -> impl clap::builder::TypedValueParser<Value = Output> {

@@ -9,12 +9,10 @@ use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Instant, SystemTime};
 
-use clap::ValueEnum;
-
 use crate::model::{Audit, Command, Item, Plan, Status};
 
 /// How azevac writes to stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LogFormat {
     /// Lines for people.
     #[default]
