@@ -11,6 +11,7 @@
 //! Exactly one watcher acts per region: the holder of the lease ([`crate::journal::Watcher`]).
 //! Each evacuation and recovery it carries out is a run of its own, journalled and locked resource
 //! by resource like an operator's, so a watcher and an operator never act on one resource at once;
+//! one under way when the lease is lost finishes under those locks, and nothing new starts.
 //!
 //! The jobs are split by file: [`turns`] (the loop: the lease, the queue, the resync), [`hear`]
 //! (the queue's messages judged, once), [`follow`] (ARC's autoshifts against the zone followed:
