@@ -1,6 +1,6 @@
 //! What every run works with: one SDK configuration, the journal, the run's settings and its
-//! identity. Built by the command line from its flags ([`crate::commands::connect`]); the
-//! application layer reads values here, never a flag.
+//! identity. The command line builds it from its flags; the application layer reads values here,
+//! never a flag (the output choices are only handed on to the command's [`super::Screen`]).
 
 use aws_config::SdkConfig;
 

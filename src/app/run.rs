@@ -295,3 +295,34 @@ impl Context {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(plan: Plan) -> Outcome {
+        Outcome::shown(plan, Phases::start(), false)
+    }
+
+    /// The exit codes a run ended with before runs were values: a signal's over everything, 1 for
+    /// waves that halted, the plan's otherwise, and 0 when the operator said no.
+    #[test]
+    fn an_outcome_exits_as_the_command_did() {
+        let mut failed = Plan::empty(Command::Recover);
+        failed.problems.push("account 1: not reached".into());
+        assert_eq!(outcome(Plan::empty(Command::Recover)).exit_code(), EXIT_OK);
+        assert_eq!(outcome(failed.clone()).exit_code(), EXIT_FAILED);
+        let halted = Outcome {
+            halted: Some(Halt::Alarm("alarm a".into())),
+            ..outcome(Plan::empty(Command::Recover))
+        };
+        assert_eq!(halted.exit_code(), EXIT_FAILED);
+        let interrupted = Outcome {
+            interrupted: Some(143),
+            halted: Some(Halt::Alarm("alarm a".into())),
+            ..outcome(failed.clone())
+        };
+        assert_eq!(interrupted.exit_code(), 143);
+        assert_eq!(Outcome::shown(failed, Phases::start(), true).exit_code(), EXIT_OK);
+    }
+}
