@@ -4,7 +4,7 @@
 //! systemd (`NOTIFY_SOCKET`) the watcher says `READY=1` once started and `WATCHDOG=1` on each
 //! healthy beat only, so that `WatchdogSec=` restarts a watcher that is stuck or unhealthy.
 //!
-//! What the states mean is decided by the watcher ([`crate::commands::watch`]): its queue cannot be
+//! What the states mean is decided by the watcher ([`crate::app::watch`]): its queue cannot be
 //! read (a receive failed, after the SDK's retries), or it cannot hold or bid for its lease (a
 //! renewal or claim failed, or the lease ran out under it). A standby whose look at the lease
 //! answers is healthy: it is ready to take over. A watcher whose beats stop is "stalled", whatever
@@ -250,6 +250,20 @@ struct Inner {
     ready: bool,
     /// The last write's error, said once until a write succeeds again.
     failing: Option<String>,
+}
+
+/// The watcher's lease tells its health: a renewal while a run is in flight is a beat, and a lease
+/// lost is said at once (once).
+impl crate::journal::Pulse for Beacon {
+    fn beat(&self) {
+        Beacon::beat(self);
+    }
+
+    fn lost(&self, why: &str) {
+        if self.state() != State::LeaseLost {
+            self.set(State::LeaseLost, why);
+        }
+    }
 }
 
 impl Beacon {

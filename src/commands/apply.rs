@@ -9,7 +9,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{Context, EXIT_OK};
+use super::{Context, Printer, EXIT_OK};
+use crate::app::waves::{Cut, Gates};
+use crate::app::{Run, Schedule};
 use crate::cli;
 use crate::model::plan::{self, Command, Plan};
 use crate::{Error, Result};
@@ -50,7 +52,7 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
         )));
     }
     // Every check the flags would have made, before the file's settings drive anything.
-    crate::engine::validate(request)?;
+    crate::app::validate(request)?;
     if saved.plan.command == Command::Evacuate && request.waves.is_some() {
         return Err(Error::BadInput(format!(
             "{shown}: an evacuation plan with waves (waves are recover's); make it again"
@@ -61,7 +63,7 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
     let wait_timeout = request
         .wait_timeout_seconds
         .map_or(args.wait.wait_timeout, std::time::Duration::from_secs);
-    let gates = super::waves::Gates::of(ctx, request, wait_timeout, args.kubeconfig.clone())?;
+    let gates = Gates::of(ctx, request, wait_timeout, args.kubeconfig.clone())?;
     let given = args.role.fleet();
     crate::app::accounts::validate_role(&given)?;
     let other_role = if assumes_roles(&saved.plan) {
@@ -107,19 +109,22 @@ pub async fn run(ctx: &Context, args: &cli::Apply) -> Result<i32> {
         .await?;
     matches_live(&saved.plan, &live.plan, &shown)?;
     if let Some(gates) = &gates {
-        super::waves::Cut::of(&live, gates).say(gates);
+        Cut::of(&live, gates).say(gates);
     }
     // A wave bakes once its capacity is in service (as recover --waves implies --wait), settling
     // as long as the recover that made the plan would have.
     let wait = match gates {
-        Some(_) => cli::Wait {
-            wait: true,
-            wait_timeout,
-        },
-        None => args.wait.clone(),
+        Some(_) => Some(wait_timeout),
+        None => args.wait.wait.then_some(args.wait.wait_timeout),
     };
-    ctx.carry_out_gated(live, args.yes, &wait, &args.notify.topics, gates.as_ref())
-        .await
+    let run = Run {
+        schedule: gates.as_ref().map_or(Schedule::AtOnce, Schedule::Waves),
+        wait,
+        notify: &args.notify.topics,
+        dry_run: false,
+    };
+    let outcome = ctx.carry_out(&Printer::new(args.yes), live, run).await?;
+    Ok(outcome.exit_code())
 }
 
 /// Whether carrying the plan out can assume roles: it names accounts, or it is a recover (which

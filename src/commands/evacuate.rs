@@ -1,24 +1,26 @@
 //! `azevac evacuate`: take one AZ ID's subnets (and nodes, and traffic) out of every resource of the
 //! chosen types, journalled ahead of every change.
 
-use super::Context;
+use super::{Context, Printer};
+use crate::app::Order;
 use crate::cli;
-use crate::model::Command;
 use crate::Result;
 
 /// Run `azevac evacuate`; returns the exit code.
 pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
-    let prepared = ctx
-        .prepare(
-            Command::Evacuate,
-            Some(&args.az_id),
-            &args.request(),
-            args.kube.kubeconfig.clone(),
+    let outcome = ctx
+        .evacuate(
+            &Printer::new(args.confirm.yes),
+            Order {
+                az_id: Some(&args.az_id),
+                request: &args.request(),
+                kubeconfig: args.kube.kubeconfig.clone(),
+                wait: args.wait.wait,
+                wait_timeout: args.wait.wait_timeout,
+                notify: &args.notify.topics,
+                dry_run: args.confirm.dry_run,
+            },
         )
         .await?;
-    if args.confirm.dry_run {
-        return Ok(ctx.print_only(prepared, true).await);
-    }
-    ctx.carry_out_notifying(prepared, args.confirm.yes, &args.wait, &args.notify.topics)
-        .await
+    Ok(outcome.exit_code())
 }

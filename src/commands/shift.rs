@@ -1,9 +1,10 @@
 //! `azevac shift start|list|cancel|extend`: the zonal-shift part of an evacuation on its own, for
 //! when the data plane has to move before anyone decides about capacity. Start and extend are
 //! evacuate narrowed to that type, cancel is recover narrowed to it (the request comes from the
-//! flags), so they journal and order exactly the same way.
+//! flags), so they journal and order exactly the same way (the watcher's renewal of shifts too).
 
-use super::{Context, EXIT_OK};
+use super::{Context, Printer, EXIT_OK};
+use crate::app::Order;
 use crate::cli;
 use crate::model::topology::Zones;
 use crate::model::Command;
@@ -12,22 +13,16 @@ use crate::{Error, Result};
 
 /// Run `azevac shift ...`; returns the exit code.
 pub async fn run(ctx: &Context, command: &cli::Shift) -> Result<i32> {
-    let no_wait = cli::Wait {
-        wait: false,
-        wait_timeout: std::time::Duration::ZERO,
-    };
     let (command, az_id, request, confirm) = match command {
         cli::Shift::Start(args) => (
             Command::Evacuate,
-            Some(args.az_id.as_str()),
+            Some(args.az_id.clone()),
             args.request(),
             &args.confirm,
         ),
-        cli::Shift::Cancel(args) => (Command::Recover, args.az_id.as_deref(), args.request(), &args.confirm),
+        cli::Shift::Cancel(args) => (Command::Recover, args.az_id.clone(), args.request(), &args.confirm),
         cli::Shift::Extend(args) => match extended_zone(ctx, args.az_id.as_deref()).await? {
-            Some(az_id) => {
-                return extend(ctx, &az_id, &args.request(), &args.confirm, &no_wait).await;
-            }
+            Some(az_id) => (Command::Evacuate, Some(az_id), args.request(), &args.confirm),
             None => {
                 println!("nothing to do: the journal holds no zonal shift of azevac's");
                 return Ok(EXIT_OK);
@@ -35,27 +30,21 @@ pub async fn run(ctx: &Context, command: &cli::Shift) -> Result<i32> {
         },
         cli::Shift::List(args) => return list(ctx, args.az_id.as_deref()).await,
     };
-    let prepared = ctx.prepare(command, az_id, &request, None).await?;
-    if confirm.dry_run {
-        return Ok(ctx.print_only(prepared, true).await);
-    }
-    ctx.carry_out(prepared, confirm.yes, &no_wait).await
-}
-
-/// `shift extend`: an evacuation of the zone narrowed to azevac's shifts in force (the watcher's
-/// renewal too).
-pub(super) async fn extend(
-    ctx: &Context,
-    az_id: &str,
-    request: &crate::model::Request,
-    confirm: &cli::Confirm,
-    no_wait: &cli::Wait,
-) -> Result<i32> {
-    let prepared = ctx.prepare(Command::Evacuate, Some(az_id), request, None).await?;
-    if confirm.dry_run {
-        return Ok(ctx.print_only(prepared, true).await);
-    }
-    ctx.carry_out(prepared, confirm.yes, no_wait).await
+    let order = Order {
+        az_id: az_id.as_deref(),
+        request: &request,
+        kubeconfig: None,
+        wait: false,
+        wait_timeout: std::time::Duration::ZERO,
+        notify: &[],
+        dry_run: confirm.dry_run,
+    };
+    let printer = Printer::new(confirm.yes);
+    let outcome = match command {
+        Command::Evacuate => ctx.evacuate(&printer, order).await?,
+        Command::Recover => ctx.recover(&printer, order).await?,
+    };
+    Ok(outcome.exit_code())
 }
 
 /// The zone whose shifts `shift extend` extends: `--az-id`, or the one zone the journal's shift

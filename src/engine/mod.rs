@@ -32,7 +32,7 @@ mod validate;
 
 pub use prepare::prepare;
 pub use readback::READ_BACK_ENV;
-pub use validate::{validate, LONGEST_TEXT};
+pub use validate::{known_types, validate, LONGEST_TEXT};
 
 /// How old a batch's read under the lock may be when a line's turn to change comes, beyond the time
 /// the changes started before it take at their services' paced rates ([`Settings::read_age`]);
@@ -40,6 +40,11 @@ pub use validate::{validate, LONGEST_TEXT};
 pub(super) const STALE: Duration = Duration::from_secs(5);
 /// The most that pacing adds to [`STALE`]: a very low `--max-rate` must not make an old read fresh.
 const PACED_AT_MOST: Duration = Duration::from_secs(25);
+/// The order of a run's stages: what goes before capacity (evacuate: traffic away; recover: what
+/// lets capacity launch again), capacity, and what waits for capacity (recover: traffic back).
+/// A recovery in waves keeps the same order across its waves.
+pub const STAGES: [Stage; 3] = [Stage::First, Stage::Capacity, Stage::Last];
+
 /// How a run carries its plan out.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -151,7 +156,7 @@ impl Prepared {
             request: &request,
             zone: zone.as_ref(),
         };
-        for stage in [Stage::First, Stage::Capacity, Stage::Last] {
+        for stage in STAGES {
             let in_stage = |plan: &Plan| -> Vec<usize> {
                 (0..plan.items.len())
                     .filter(|&i| run.stage_of(command, &plan.items[i]) == Some(stage))

@@ -23,6 +23,7 @@ use crate::{Error, Result};
 
 mod commit;
 mod held;
+mod leadership;
 mod lease;
 pub mod protocol;
 mod record;
@@ -32,6 +33,7 @@ mod writes;
 
 pub use commit::batches;
 pub use held::{Ahead, Declared, Evacuating, Guard, Held, Recovering, Release, Released};
+pub use leadership::{Leadership, Pulse};
 pub use lease::{Heartbeat, Lease, DEFAULT_LEASE};
 pub use protocol::TAKEOVER_WAIT_ENV;
 pub use record::Lock;

@@ -257,7 +257,7 @@ proptest! {
         }
         let request: Request = serde_json::from_value(Value::Object(fields)).expect("a request");
         round_trips(&request)?;
-        match azevac::engine::validate(&request) {
+        match azevac::app::validate(&request) {
             Ok(()) => prop_assert!(bad.is_empty(), "accepted, though {bad:?}"),
             Err(e) => {
                 let text = e.to_string();
@@ -476,9 +476,9 @@ fn within_bounds(cli: &Cli) -> Result<(), TestCaseError> {
     // Across accounts the rules span flags (`--ou` needs `--accounts org`); within one, none do.
     if request.fleet == Fleet::default() {
         prop_assert!(
-            azevac::engine::validate(&request).is_ok(),
+            azevac::app::validate(&request).is_ok(),
             "{:?}",
-            azevac::engine::validate(&request)
+            azevac::app::validate(&request)
         );
     }
     Ok(())
@@ -582,7 +582,7 @@ fn mutated_plans_parse_and_validate_or_say_where() {
                 Ok(plan) => {
                     parsed += 1;
                     round_trips_plan(&plan).unwrap_or_else(|e| panic!("{case}: {e}"));
-                    if let Err(e) = azevac::engine::validate(&plan.request) {
+                    if let Err(e) = azevac::app::validate(&plan.request) {
                         invalid += 1;
                         let message = e.to_string();
                         let last = path.last().expect("path");

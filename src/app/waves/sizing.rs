@@ -1,4 +1,4 @@
-//! Recovering in waves (`recover --waves 1,10%,50%,100%`): how many resources each wave puts back,
+//! Sizing the waves of a recovery (`recover --waves 1,10%,50%,100%`): how many resources each wave puts back,
 //! and which. Putting a whole estate back into a zone that has just recovered is the same
 //! thundering herd as a deployment, so each wave spreads its risk as a careful deployment does:
 //! every type, account and cluster appears in the first wave that has room for it, and resources

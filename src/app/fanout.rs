@@ -51,7 +51,7 @@ impl Context {
         request: &Request,
         kubeconfig: Option<std::path::PathBuf>,
     ) -> Result<Fanout> {
-        engine::validate(request)?;
+        super::validate(request)?;
         let (targets, mut problems) = self.targets(command, az_id, request).await?;
         let across = targets.iter().any(|t| t.account.is_some()) || !problems.is_empty();
         let planned = plan_each(targets, self.account_concurrency, command, az_id, request, kubeconfig).await;

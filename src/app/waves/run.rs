@@ -12,16 +12,15 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use super::{Context, Fanout};
+use super::{Cut, Gates, Halt};
 use crate::app::notify::Notifier;
-use crate::app::waves::{Mark, Unit};
+use crate::app::{Context, Fanout};
 use crate::aws::alarms::{self, Alarms};
 use crate::engine::{self, Settings};
+use crate::error::describe;
 use crate::journal::Audit;
 use crate::model::OnAlarm;
 use crate::model::{Command, Item, Plan, Request, Status};
-use crate::plugins::Stage;
-use crate::{Error, Result};
 
 /// How often the alarms are read while a wave waits for them or bakes (and once more at the end of
 /// each bake): CloudWatch evaluates a metric alarm once a period, a minute at the shortest for most.
@@ -29,239 +28,8 @@ const POLL: Duration = Duration::from_secs(10);
 /// How often a wait looks at the interrupt between reads: Ctrl-C must not wait for the next read.
 const TICK: Duration = Duration::from_millis(250);
 
-/// What a recovery in waves is gated on, from the command line.
-pub struct Gates {
-    waves: crate::app::waves::Waves,
-    bake: Duration,
-    alarms: Option<Alarms>,
-    on_alarm: OnAlarm,
-    wait_timeout: Duration,
-    first: Vec<(String, String)>,
-    last: Vec<(String, String)>,
-    kubeconfig: Option<std::path::PathBuf>,
-}
-
-impl Gates {
-    /// The gates of a recovery's request (`None` without `--waves`): `recover`'s flags, or a saved
-    /// plan's. Each wave waits for its alarms up to `wait_timeout`.
-    pub fn of(
-        ctx: &Context,
-        request: &Request,
-        wait_timeout: Duration,
-        kubeconfig: Option<std::path::PathBuf>,
-    ) -> Result<Option<Gates>> {
-        let Some(asked) = &request.waves else {
-            return Ok(None);
-        };
-        let bad = |why: String| Error::BadInput(format!("the waves: {why}"));
-        let tags = |tags: &[String]| -> Result<Vec<(String, String)>> {
-            tags.iter()
-                .map(|tag| crate::model::parse_tag(tag).map_err(bad))
-                .collect()
-        };
-        Ok(Some(Gates {
-            waves: asked.steps.parse().map_err(bad)?,
-            bake: Duration::from_secs(asked.bake_seconds),
-            alarms: Alarms::new(&ctx.sdk, &asked.alarms, &asked.alarm_prefixes),
-            on_alarm: asked.on_alarm,
-            wait_timeout,
-            first: tags(&asked.first_tags)?,
-            last: tags(&asked.last_tags)?,
-            kubeconfig,
-        }))
-    }
-
-    /// Check the alarms before anything is planned or changed: each named one exists, each prefix
-    /// names one (else bad input naming where they were given). Says how they stand.
-    pub async fn check(&self, names_given: &str, prefixes_given: &str) -> Result<()> {
-        let Some(alarms) = &self.alarms else {
-            return Ok(());
-        };
-        let readings = alarms.check_as(names_given, prefixes_given).await?;
-        let listed: Vec<String> = readings.iter().map(alarms::describe).collect();
-        crate::say!(
-            "azevac: waves gated on {} alarm(s): {}",
-            readings.len(),
-            listed.join(", ")
-        );
-        Ok(())
-    }
-}
-
-/// A plan cut into waves: the resources to put back and which lines are each one's.
-pub struct Cut {
-    units: Vec<Unit>,
-    names: Vec<String>,
-    lines: Vec<Vec<usize>>,
-    waves: Vec<Vec<usize>>,
-    /// The waves that bring traffic back (after every wave of capacity).
-    traffic_from: usize,
-}
-
-impl Cut {
-    /// Cut `fanout`'s planned lines into `gates`' waves, a resource's lines always together: the
-    /// first stage's resources join the first wave, the capacity is cut into the waves asked for,
-    /// and the last stage's (traffic) into waves of their own after it, cut the same way.
-    pub fn of(fanout: &Fanout, gates: &Gates) -> Cut {
-        let plan = &fanout.plan;
-        let (first, last) = (fanout.in_stage(Stage::First), fanout.in_stage(Stage::Last));
-        // A resource's index among the units: a plan of many thousand lines is cut in one pass.
-        let mut keys: std::collections::HashMap<(Option<&str>, &str, &str), usize> = Default::default();
-        let mut cut = Cut {
-            units: Vec::new(),
-            names: Vec::new(),
-            lines: Vec::new(),
-            waves: Vec::new(),
-            traffic_from: 0,
-        };
-        for (i, item) in plan.items.iter().enumerate() {
-            if item.status != Status::Planned {
-                continue;
-            }
-            let key = (
-                item.account.as_deref(),
-                item.resource_type.as_str(),
-                item.resource.as_str(),
-            );
-            if let Some(&at) = keys.get(&key) {
-                cut.lines[at].push(i);
-                continue;
-            }
-            keys.insert(key, cut.units.len());
-            cut.units.push(unit(item, gates));
-            cut.names.push(item.name.clone());
-            cut.lines.push(vec![i]);
-        }
-        let stage_of = |u: usize| {
-            let lines = &cut.lines[u];
-            if lines.iter().any(|i| last.contains(i)) {
-                Stage::Last
-            } else if lines.iter().any(|i| first.contains(i)) {
-                Stage::First
-            } else {
-                Stage::Capacity
-            }
-        };
-        let in_stage =
-            |stage: Stage| -> Vec<usize> { (0..cut.units.len()).filter(|&u| stage_of(u) == stage).collect() };
-        let (opening, capacity, traffic) = (in_stage(Stage::First), in_stage(Stage::Capacity), in_stage(Stage::Last));
-        let mut waves = cut_into(&cut.units, &capacity, &gates.waves);
-        if !opening.is_empty() {
-            match waves.first_mut() {
-                Some(wave) => {
-                    wave.splice(0..0, opening);
-                }
-                None => waves.push(opening),
-            }
-        }
-        cut.traffic_from = waves.len();
-        waves.extend(cut_into(&cut.units, &traffic, &gates.waves));
-        cut.waves = waves;
-        cut
-    }
-
-    /// The plan's lines in wave `n`, in plan order.
-    fn lines_of(&self, n: usize) -> Vec<usize> {
-        let mut lines: Vec<usize> = self.waves[n].iter().flat_map(|&u| self.lines[u].clone()).collect();
-        lines.sort_unstable();
-        lines
-    }
-
-    /// `wave N/M` (with `(traffic)` for the waves that bring traffic back).
-    fn title(&self, n: usize) -> String {
-        let traffic = if n >= self.traffic_from { " (traffic)" } else { "" };
-        format!("wave {}/{}{traffic}", n + 1, self.waves.len())
-    }
-
-    /// One line per wave for the operator: its size, types and first names.
-    pub fn say(&self, gates: &Gates) {
-        const NAMES: usize = 5;
-        for (n, wave) in self.waves.iter().enumerate() {
-            let mut names: Vec<String> = wave
-                .iter()
-                .take(NAMES)
-                .map(|&u| crate::model::text::clean(&self.names[u]))
-                .collect();
-            if wave.len() > NAMES {
-                names.push(format!("and {} more", wave.len() - NAMES));
-            }
-            crate::say!(
-                "azevac: {}: {} resource(s) ({}): {}",
-                self.title(n),
-                wave.len(),
-                crate::app::waves::summary(&self.units, wave),
-                names.join(", ")
-            );
-        }
-        if !self.waves.is_empty() {
-            crate::say!(
-                "azevac: each wave settles and bakes {} before the next{}",
-                humantime::format_duration(gates.bake),
-                match gates.on_alarm {
-                    OnAlarm::Stop => "; an alarm in ALARM stops the recovery",
-                    OnAlarm::Evacuate =>
-                        "; an alarm in ALARM stops the recovery and takes the last wave back out of the zone",
-                }
-            );
-        }
-    }
-}
-
-/// How the order sees `item`'s resource: its type, account, cluster and the operator's mark.
-fn unit(item: &Item, gates: &Gates) -> Unit {
-    let tags = item.target.as_ref().map(|t| &t.tags);
-    let tagged =
-        |wanted: &[(String, String)]| tags.is_some_and(|tags| wanted.iter().any(|(k, v)| tags.get(k) == Some(v)));
-    let mark = if tagged(&gates.first) {
-        Mark::First
-    } else if tagged(&gates.last) {
-        Mark::Last
-    } else {
-        Mark::Middle
-    };
-    let cluster = crate::plugins::REGISTRY
-        .iter()
-        .find(|r| r.name == item.resource_type)
-        .and_then(|r| (r.cluster)(&item.resource))
-        .map(str::to_owned);
-    Unit {
-        resource_type: item.resource_type.clone(),
-        account: item.account.clone(),
-        cluster,
-        mark,
-    }
-}
-
-/// `picked` (indices into `units`) cut into `waves`, as indices into `units`.
-fn cut_into(units: &[Unit], picked: &[usize], waves: &crate::app::waves::Waves) -> Vec<Vec<usize>> {
-    let some: Vec<Unit> = picked.iter().map(|&u| units[u].clone()).collect();
-    crate::app::waves::cut(&some, waves)
-        .into_iter()
-        .map(|wave| wave.into_iter().map(|i| picked[i]).collect())
-        .collect()
-}
-
-/// Why a recovery in waves stopped before its last wave.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Halt {
-    /// An alarm went into ALARM (or was deleted) while a wave baked.
-    Alarm(String),
-    /// The alarms were not all OK before a wave within `--wait-timeout`.
-    Waited(String),
-    /// A wave's lines failed: the next wave would build on capacity that is not there.
-    Failed(String),
-}
-
-impl std::fmt::Display for Halt {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Halt::Alarm(why) | Halt::Waited(why) | Halt::Failed(why) => f.write_str(why),
-        }
-    }
-}
-
 /// How a recovery in waves ended.
-pub struct Outcome {
+pub struct Waved {
     /// The plan, every line as its wave left it (the waves not started: skipped, records kept).
     pub plan: Plan,
     /// Wall-clock phases of the first wave, for `--stats`.
@@ -297,7 +65,7 @@ impl Context {
         audit: &Audit,
         settings: &Settings,
         notifier: &Notifier,
-    ) -> Outcome {
+    ) -> Waved {
         let mut plan = prepared.plan.clone();
         let cut = Cut::of(&prepared, gates);
         let total = cut.waves.len();
@@ -322,7 +90,7 @@ impl Context {
                 break;
             }
             let lines = cut.lines_of(n);
-            let summary = crate::app::waves::summary(&cut.units, &cut.waves[n]);
+            let summary = super::summary(&cut.units, &cut.waves[n]);
             crate::say!(
                 "azevac: {title}: putting back {} resource(s) ({summary})",
                 cut.waves[n].len()
@@ -423,7 +191,7 @@ impl Context {
             engine::sweep_dead_locks(&self.journal, &plan).await;
         }
         timeline.end(&plan);
-        Outcome { plan, phases, halted }
+        Waved { plan, phases, halted }
     }
 
     /// Wait until every alarm is OK, reading them every [`POLL`]; [`Halt::Waited`] names the ones
@@ -447,10 +215,7 @@ impl Context {
                     holding.join(", ")
                 }
                 // Not knowing how the alarms stand is not knowing that the zone is healthy.
-                Err(e) => format!(
-                    "the alarms could not be read: {}",
-                    crate::report::clean(&super::describe(&e))
-                ),
+                Err(e) => format!("the alarms could not be read: {}", crate::report::clean(&describe(&e))),
             };
             if Instant::now() >= deadline {
                 return Err(Stop::Halted(Halt::Waited(format!(
@@ -487,13 +252,13 @@ impl Context {
                     Err(e) if at_end => {
                         return Err(Stop::Halted(Halt::Waited(format!(
                             "the alarms could not be read at the end of the bake: {}",
-                            crate::report::clean(&super::describe(&e))
+                            crate::report::clean(&describe(&e))
                         ))))
                     }
                     // The next read tells.
                     Err(e) => crate::say!(
                         "azevac: warning: could not read the alarms while baking: {}",
-                        crate::report::clean(&super::describe(&e))
+                        crate::report::clean(&describe(&e))
                     ),
                 }
             }
