@@ -212,7 +212,7 @@ impl Context {
                         crate::say!(
                             "azevac: warning: could not turn on point-in-time recovery for the journal: {}; \
                              run `azevac init` later",
-                            crate::report::clean(&describe(&e))
+                            crate::model::text::clean(&describe(&e))
                         );
                     }
                 } else {
@@ -281,7 +281,7 @@ impl Context {
             }
             Err(e) => crate::say!(
                 "azevac: warning: could not check the journal's protection: {}",
-                crate::report::clean(&describe(&e))
+                crate::model::text::clean(&describe(&e))
             ),
         }
     }

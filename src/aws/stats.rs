@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
+pub use crate::model::stats::{Count, Stats};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::interceptors::context::{
     BeforeTransmitInterceptorContextRef, FinalizerInterceptorContextRef,
@@ -13,16 +14,6 @@ use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
-use serde::Serialize;
-
-/// Calls and attempts of one operation.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq, schemars::JsonSchema)]
-pub struct Count {
-    /// Operations started.
-    pub calls: u64,
-    /// Attempts beyond the first (the SDK's retries).
-    pub retries: u64,
-}
 
 /// Counts every operation and attempt of every client built with [`client!`](crate::client).
 #[derive(Debug, Clone, Default)]
@@ -72,19 +63,6 @@ impl Intercept for CallCounter {
         }
         Ok(())
     }
-}
-
-/// What `--stats` reports.
-#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
-pub struct Stats {
-    /// Per `service:Operation`.
-    pub operations: BTreeMap<String, Count>,
-    /// All operations.
-    pub total_calls: u64,
-    /// All retries.
-    pub total_retries: u64,
-    /// Wall time per phase in milliseconds, in the order the phases ran.
-    pub phases_ms: Vec<(String, u128)>,
 }
 
 impl Stats {

@@ -75,7 +75,7 @@ impl LeaseState {
             Err(e) => {
                 // The lease runs out on its own if this goes on: the watcher then stops acting.
                 let why = format!("cannot renew the watcher's lease: {}", describe(&e));
-                crate::say!("azevac: warning: watch: {}", crate::report::clean(&why));
+                crate::say!("azevac: warning: watch: {}", crate::model::text::clean(&why));
                 *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
                 false
             }

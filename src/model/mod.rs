@@ -14,6 +14,7 @@ mod finding;
 pub mod headroom;
 pub mod plan;
 mod record;
+pub mod stats;
 pub mod text;
 pub mod topology;
 
@@ -328,7 +329,7 @@ pub struct Plan {
     pub problems: Vec<String>,
     /// `--stats`: AWS calls and phase times of this run (not read back from a saved plan).
     #[serde(skip_serializing_if = "Option::is_none", skip_deserializing)]
-    pub stats: Option<crate::aws::stats::Stats>,
+    pub stats: Option<stats::Stats>,
 }
 
 impl Plan {

@@ -20,7 +20,7 @@ impl Watch<'_> {
                 crate::say!(
                     "azevac: warning: watch: cannot read ARC's autoshifts: {}; looking again at the next event \
                      or in {}",
-                    crate::report::clean(&describe(&e)),
+                    crate::model::text::clean(&describe(&e)),
                     humantime::format_duration(self.orders.resync)
                 );
                 return;
@@ -230,7 +230,7 @@ impl Watch<'_> {
             Err(e) => {
                 crate::say!(
                     "azevac: error: watch: the recovery of {zone} failed: {}",
-                    crate::report::clean(&describe(&e))
+                    crate::model::text::clean(&describe(&e))
                 );
                 e.exit_code()
             }

@@ -24,7 +24,10 @@ impl Watch<'_> {
             Ok(messages) => messages,
             Err(e) => {
                 let why = format!("cannot read the queue: {}", describe(&e));
-                crate::say!("azevac: warning: watch: {}; trying again", crate::report::clean(&why));
+                crate::say!(
+                    "azevac: warning: watch: {}; trying again",
+                    crate::model::text::clean(&why)
+                );
                 self.beacon.set(State::QueueUnreadable, &why);
                 self.pause(RETRY).await;
                 return Some(false);
@@ -49,7 +52,7 @@ impl Watch<'_> {
                     "azevac: warning: watch: cannot delete message {} from the queue (it comes back and is \
                      recognised): {}",
                     clean(&message.id),
-                    crate::report::clean(&describe(&e))
+                    crate::model::text::clean(&describe(&e))
                 );
             }
             self.beacon.beat();

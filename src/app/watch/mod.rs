@@ -193,7 +193,7 @@ async fn rehearse(ctx: &Context, orders: &Orders) -> Result<()> {
     let warn = |what: String| {
         crate::say!(
             "azevac: warning: watch: the evacuation could not be planned at start: {}",
-            crate::report::clean(&what)
+            crate::model::text::clean(&what)
         )
     };
     match planned {

@@ -24,7 +24,7 @@ impl Watch<'_> {
             Err(e) => {
                 crate::say!(
                     "azevac: warning: watch: cannot read azevac's zonal shifts from the journal: {}",
-                    crate::report::clean(&super::describe(&e))
+                    crate::model::text::clean(&super::describe(&e))
                 );
                 return;
             }
@@ -42,7 +42,7 @@ impl Watch<'_> {
             Err(e) => {
                 crate::say!(
                     "azevac: warning: watch: cannot read from ARC when azevac's zonal shifts end: {}",
-                    crate::report::clean(&super::describe(&e))
+                    crate::model::text::clean(&super::describe(&e))
                 );
                 return;
             }
@@ -74,7 +74,7 @@ impl Watch<'_> {
                 Ok(outcome) => self.note_interrupted(&outcome),
                 Err(e) => crate::say!(
                     "azevac: warning: watch: could not extend azevac's zonal shifts away from {zone}: {}",
-                    crate::report::clean(&super::describe(&e))
+                    crate::model::text::clean(&super::describe(&e))
                 ),
             }
         }

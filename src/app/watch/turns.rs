@@ -87,7 +87,7 @@ impl Watch<'_> {
                     }
                     Err(e) => {
                         let why = format!("cannot claim the watcher's lease: {}", describe(&e));
-                        crate::say!("azevac: warning: watch: {}", crate::report::clean(&why));
+                        crate::say!("azevac: warning: watch: {}", crate::model::text::clean(&why));
                         self.beacon.set(State::LeaseLost, &why);
                         self.pause(self.ctx.lease / 3).await;
                         continue;
@@ -120,7 +120,7 @@ impl Watch<'_> {
                 Ok(()) => crate::say!("azevac: watch: stopped; lease released"),
                 Err(e) => crate::say!(
                     "azevac: warning: watch: stopped; the lease could not be released (it runs out on its own): {}",
-                    crate::report::clean(&describe(&e))
+                    crate::model::text::clean(&describe(&e))
                 ),
             }
         } else {

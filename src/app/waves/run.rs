@@ -215,7 +215,10 @@ impl Context {
                     holding.join(", ")
                 }
                 // Not knowing how the alarms stand is not knowing that the zone is healthy.
-                Err(e) => format!("the alarms could not be read: {}", crate::report::clean(&describe(&e))),
+                Err(e) => format!(
+                    "the alarms could not be read: {}",
+                    crate::model::text::clean(&describe(&e))
+                ),
             };
             if Instant::now() >= deadline {
                 return Err(Stop::Halted(Halt::Waited(format!(
@@ -252,13 +255,13 @@ impl Context {
                     Err(e) if at_end => {
                         return Err(Stop::Halted(Halt::Waited(format!(
                             "the alarms could not be read at the end of the bake: {}",
-                            crate::report::clean(&describe(&e))
+                            crate::model::text::clean(&describe(&e))
                         ))))
                     }
                     // The next read tells.
                     Err(e) => crate::say!(
                         "azevac: warning: could not read the alarms while baking: {}",
-                        crate::report::clean(&describe(&e))
+                        crate::model::text::clean(&describe(&e))
                     ),
                 }
             }
