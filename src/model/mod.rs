@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 pub mod action;
 pub mod arn;
 pub mod check;
+mod failure;
 mod finding;
 pub mod headroom;
 pub mod plan;
@@ -17,6 +18,7 @@ mod record;
 pub mod text;
 pub mod topology;
 
+pub use failure::{Failure, RecordFate, Stage};
 pub use finding::{Finding, Headroom};
 pub use record::{is_account_id, Audit, Record, State};
 
@@ -134,7 +136,7 @@ pub enum Status {
     Done,
     /// Left alone; `reason` says why.
     Skipped,
-    /// Tried and failed; `reason` says why. The journal still holds what was taken.
+    /// Tried and failed; `failure` says at what stage and what became of its record.
     Failed,
 }
 
@@ -189,6 +191,9 @@ pub struct Item {
     /// Why it is skipped or failed, or what a no-op line does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// A failed line's failure as a value (its stage, error and record); `reason` is its words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
     /// Caveats for the operator.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -241,6 +246,7 @@ impl Item {
             resulting_subnets: Vec::new(),
             status: Status::Planned,
             reason: None,
+            failure: None,
             notes: Vec::new(),
             requires: Vec::new(),
             blocked_by: None,
@@ -278,10 +284,12 @@ impl Item {
         self.status = Status::Done;
     }
 
-    /// Mark the line failed, with the error as the reason.
-    pub fn fail(&mut self, reason: String) {
+    /// Mark the line failed: the failure as a value, and its words (the phrase table's) as the
+    /// reason.
+    pub fn fail(&mut self, failure: Failure) {
         self.status = Status::Failed;
-        self.reason = Some(reason);
+        self.reason = Some(failure.to_string());
+        self.failure = Some(failure);
     }
 }
 

@@ -85,8 +85,9 @@ macro_rules! say {
     };
 }
 
+/// A line's fields; a failed line's also its `failure` (stage, record, error), as in `--output json`.
 fn line_fields(run_id: &str, item: &Item) -> serde_json::Value {
-    serde_json::json!({
+    let mut fields = serde_json::json!({
         "run_id": run_id,
         "type": item.resource_type,
         "resource": item.resource,
@@ -94,7 +95,11 @@ fn line_fields(run_id: &str, item: &Item) -> serde_json::Value {
         "az_id": item.az_id,
         "status": item.status.as_str(),
         "reason": item.reason,
-    })
+    });
+    if let (Some(failure), Some(fields)) = (&item.failure, fields.as_object_mut()) {
+        fields.insert("failure".into(), serde_json::json!(failure));
+    }
+    fields
 }
 
 /// One run's timeline: emits `run_started` and a `line_planned` per line when made, then a

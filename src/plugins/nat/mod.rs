@@ -202,10 +202,10 @@ impl Plugin for NatRoutes {
             Ok(tables) => tables,
             Err(e) => {
                 for &n in &done {
-                    lines[n].fail(format!(
+                    lines[n].fail(crate::model::Failure::read_back(format!(
                         "could not read the route table back ({}); the journal holds the routes",
                         describe(&e)
-                    ));
+                    )));
                 }
                 return;
             }
@@ -233,10 +233,10 @@ impl Plugin for NatRoutes {
                 })
                 .collect();
             if !wrong.is_empty() {
-                line.fail(format!(
+                line.fail(crate::model::Failure::read_back(format!(
                     "read back: {}; the journal still holds the routes",
                     wrong.join("; ")
-                ));
+                )));
             }
         }
     }
