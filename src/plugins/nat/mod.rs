@@ -157,6 +157,7 @@ impl Plugin for NatRoutes {
                     let fresh = recovery(record, table, &estate, self.forget_missing);
                     line.status = fresh.status;
                     line.reason = fresh.reason;
+                    line.failure = fresh.failure;
                     line.actions = fresh.actions;
                     line.target = fresh.target;
                 }
