@@ -265,7 +265,9 @@ impl Run<'_> {
         }
         let (done, why, zone) = {
             let item = &group[carrier].0;
-            (item.status == Status::Done, item.reason.clone(), item.az_id.clone())
+            // The carrier's failure, in the phrase table's words.
+            let why = item.failure.as_ref().map(ToString::to_string);
+            (item.status == Status::Done, why, item.az_id.clone())
         };
         for n in (0..group.len()).filter(|&n| n != carrier) {
             let (item, line) = &mut group[n];

@@ -541,4 +541,23 @@ mod tests {
         shifted.away = Some("ZONAL_SHIFT z-1 active".into());
         assert!(!shifted.movable());
     }
+
+    /// A failed line carries its failure beside its words, and a saved plan from before failures
+    /// were values (a failed line with a reason and no `failure`) still parses.
+    #[test]
+    fn a_failed_line_keeps_its_failure_and_old_saved_lines_still_parse() {
+        let mut item = Item::new("asg", "arn:asg/web", "web", "use1-az2");
+        item.fail(Failure::plan_kept("cannot read the record"));
+        assert_eq!(item.status, Status::Failed);
+        assert_eq!(item.reason.as_deref(), Some("cannot read the record"));
+        let saved = serde_json::to_value(&item).expect("json");
+        assert_eq!(saved["failure"]["stage"], "plan");
+        assert_eq!(saved["failure"]["record"], "kept");
+        let mut old = saved.clone();
+        old.as_object_mut().map(|o| o.remove("failure"));
+        let old: Item = serde_json::from_value(old).expect("an old saved line");
+        assert_eq!((old.status, old.failure), (Status::Failed, None));
+        let again: Item = serde_json::from_value(saved).expect("a saved line");
+        assert_eq!(again.failure, item.failure);
+    }
 }

@@ -199,3 +199,21 @@ impl Timeline {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Failure, RecordFate, Stage};
+
+    #[test]
+    fn a_failed_lines_event_names_its_stage_and_record() {
+        let mut item = Item::new("asg", "arn:asg/web", "web", "use1-az2");
+        let planned = line_fields("run-1", &item);
+        assert!(planned.get("failure").is_none(), "{planned}");
+        item.fail(Failure::new(Stage::Act, RecordFate::Intent, "HTTP 500"));
+        let failed = line_fields("run-1", &item);
+        assert_eq!(failed["failure"]["stage"], "act", "{failed}");
+        assert_eq!(failed["failure"]["record"], "intent", "{failed}");
+        assert_eq!(failed["reason"], item.reason.as_deref().unwrap_or_default(), "{failed}");
+    }
+}
