@@ -312,12 +312,17 @@ fn ended_in(plan: &Plan, audit: &Audit, wall: Duration, form: Form) -> (String, 
     }
     let failures: Vec<_> = plan.items.iter().filter(|i| i.status == Status::Failed).collect();
     for item in failures.iter().take(FAILURES_LISTED) {
+        // In the phrase table's words, from the failure itself.
+        let why = item
+            .failure
+            .as_ref()
+            .map_or_else(|| "no reason given".to_owned(), ToString::to_string);
         let _ = writeln!(
             text,
             "failed: {} {}: {}",
             form.put(&item.resource_type),
             form.put(&item.name),
-            form.put(item.reason.as_deref().unwrap_or("no reason given"))
+            form.put(&why)
         );
     }
     if failures.len() > FAILURES_LISTED {
@@ -583,7 +588,7 @@ mod tests {
 
     fn plan() -> Plan {
         let mut failed = Item::new("asg", "arn:asg/web", "web", "use1-az2");
-        failed.fail("throttled\u{1b}[2J".into());
+        failed.fail(crate::model::Failure::plan("throttled\u{1b}[2J"));
         let mut done = Item::new("lambda", "arn:fn/f", "f", "use1-az2");
         done.done();
         Plan {
@@ -668,7 +673,9 @@ mod tests {
     fn issue_36_nothing_untrusted_reaches_the_chat_as_markdown() {
         let mut plan = plan();
         plan.items[0].name = "[clickname](//example.com/asg)".into();
-        plan.items[0].reason = Some("ValidationError: see [docs](https://evil.example/x) **now**".into());
+        plan.items[0].fail(crate::model::Failure::plan(
+            "ValidationError: see [docs](https://evil.example/x) **now**",
+        ));
         plan.problems = vec!["account 111111111111: <https://evil.example|log in>".into()];
         let audit = Audit {
             reason: Some("INC-36 @here [runbook](https://evil.example/run)".into()),

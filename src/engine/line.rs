@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::Run;
 use crate::error::describe;
 use crate::journal::{Ahead, Declared, Evacuating, Guard, Held, Release, Released};
-use crate::model::{Command, Item, Plan, Status};
+use crate::model::{Command, Failure, Item, Plan, RecordFate, Stage, Status};
 use crate::plugins::{self, Refreshing};
 use crate::{Error, Result};
 
@@ -81,7 +81,10 @@ impl Run<'_> {
         };
         for i in missing {
             let item = &mut plan.items[i];
-            item.fail(format!("internal: no planned state or record for {}", item.resource));
+            item.fail(Failure::internal(
+                RecordFate::Untouched,
+                format!("no planned state or record for {}", item.resource),
+            ));
         }
         let mut lines = Vec::new();
         for (index, outcome) in outcomes {
@@ -108,7 +111,7 @@ impl Run<'_> {
                     item.reason = Some(why.to_string());
                     item.blocked_by = Some(run_id);
                 }
-                Err(e) => item.fail(format!("{}; nothing changed", describe(&e))),
+                Err(e) => item.fail(Failure::new(Stage::JournalAhead, RecordFate::Untouched, describe(&e))),
             }
         }
         lines
@@ -157,10 +160,7 @@ impl Run<'_> {
         let held: Vec<&Held> = mine.iter().filter_map(|l| l.held.as_ref()).collect();
         if let Err(e) = plugin.refresh(run, &mut items, &held).await {
             for item in items.iter_mut() {
-                item.fail(format!(
-                    "could not read it again under the lock ({}); nothing changed",
-                    describe(&e)
-                ));
+                item.fail(Failure::new(Stage::Read, RecordFate::Untouched, describe(&e)));
             }
         }
         drop(items);
@@ -193,7 +193,7 @@ impl Run<'_> {
             return;
         }
         if let Err(e) = self.journal.widen(held, &removed, &actions).await {
-            item.fail(format!("{}; nothing changed", describe(&e)));
+            item.fail(Failure::new(Stage::JournalAhead, RecordFate::Untouched, describe(&e)));
         }
     }
 
@@ -265,7 +265,9 @@ impl Run<'_> {
         }
         let (done, why, zone) = {
             let item = &group[carrier].0;
-            (item.status == Status::Done, item.reason.clone(), item.az_id.clone())
+            // The carrier's failure, in the phrase table's words.
+            let why = item.failure.as_ref().map(ToString::to_string);
+            (item.status == Status::Done, why, item.az_id.clone())
         };
         for n in (0..group.len()).filter(|&n| n != carrier) {
             let (item, line) = &mut group[n];
@@ -282,10 +284,14 @@ impl Run<'_> {
                     .push(format!("put back in one change with its record of {zone}"));
             } else {
                 line.end(Held::untouched);
-                item.fail(format!(
-                    "not put back: the one change of this resource (with its record of {zone}) failed: {}; journal record kept",
-                    why.as_deref().unwrap_or("no reason given")
-                ));
+                item.fail(
+                    Failure::new(
+                        Stage::Act,
+                        RecordFate::Kept,
+                        why.as_deref().unwrap_or("no reason given"),
+                    )
+                    .carried_by(zone.as_str()),
+                );
             }
         }
         group
@@ -344,7 +350,11 @@ impl Run<'_> {
             return;
         }
         if !self.lease.is_live(held.key()) {
-            item.fail("the lock's lease ran out before the change (renewals failed); nothing changed".into());
+            item.fail(Failure::new(
+                Stage::Act,
+                RecordFate::Untouched,
+                "the lock's lease ran out before the change (renewals failed)",
+            ));
             return;
         }
         if self.settings.interrupt.requested() {
@@ -353,7 +363,10 @@ impl Run<'_> {
             return;
         }
         let Some(plugin) = self.plugin(&item.resource_type) else {
-            item.fail(format!("internal: no plugin for {}", item.resource_type));
+            item.fail(Failure::internal(
+                RecordFate::Untouched,
+                format!("no plugin for {}", item.resource_type),
+            ));
             return;
         };
         let Some(held) = line.held.take() else {
@@ -378,10 +391,7 @@ impl Run<'_> {
         };
         let release = match (held, acted) {
             (held, Bounded::Abandoned(why)) => {
-                item.fail(format!(
-                    "{why}; the change may still land, so its journal record is kept and its lock left to run out \
-                     (recover reconciles it once the lock is free)"
-                ));
+                item.fail(Failure::new(Stage::Act, RecordFate::InFlight, why));
                 tracing::warn!(resource = %item.resource, "change given up while in flight");
                 held.abandoned()
             }
@@ -407,19 +417,12 @@ impl Run<'_> {
                     removed: item.removed_subnets.clone().unwrap_or_default(),
                     actions: item.steps.clone(),
                 });
-                let taken = match done.removed.join(", ") {
-                    taken if taken.is_empty() => String::new(),
-                    taken => format!(" with {taken}"),
-                };
-                item.fail(format!(
-                    "{}; journal record kept in state intent{taken} (recover reconciles it)",
-                    describe(&e)
-                ));
+                item.fail(Failure::new(Stage::Act, RecordFate::Intent, describe(&e)).taken(done.removed.clone()));
                 tracing::warn!(resource = %item.resource, "change failed");
                 held.failed(done)
             }
             (Held::Recovery(held), Bounded::Ended(Err(e))) => {
-                item.fail(format!("{}; journal record kept", describe(&e)));
+                item.fail(Failure::new(Stage::Act, RecordFate::Kept, describe(&e)));
                 tracing::warn!(resource = %item.resource, "change failed");
                 held.kept()
             }
@@ -482,10 +485,13 @@ impl Run<'_> {
             Ok(()) => "journalled now".to_owned(),
             Err(e) => format!("NOT journalled ({})", describe(&e)),
         };
-        item.fail(format!(
-            "internal: {} did [{}] without writing it ahead (a bug in azevac); {journalled}",
-            item.resource_type,
-            what.join(", ")
+        item.fail(Failure::internal(
+            RecordFate::Kept,
+            format!(
+                "{} did [{}] without writing it ahead (a bug in azevac); {journalled}",
+                item.resource_type,
+                what.join(", ")
+            ),
         ));
     }
 
@@ -511,7 +517,7 @@ impl Run<'_> {
                     .iter_mut()
                     .filter(|i| i.resource == id && i.status == Status::Done)
                 {
-                    item.fail(format!("changed and journalled, but {why}"));
+                    item.fail(Failure::new(Stage::Settle, RecordFate::Done, why.clone()));
                 }
             }
         }
@@ -525,7 +531,7 @@ pub(super) fn shown(item: &mut Item, shown: Option<Vec<String>>, problem: Option
         item.actions = Some(shown);
     }
     if let Some(problem) = problem {
-        item.fail(problem);
+        item.fail(Failure::new(Stage::Act, RecordFate::Done, problem));
     }
 }
 
@@ -542,18 +548,17 @@ pub(super) fn after_release(command: Command, item: &mut Item, result: Result<Re
             }
         }
         Err(e) if item.status == Status::Done => {
-            let what = match command {
-                Command::Evacuate => "changed, but the journal record stays in state intent (recover reconciles it)",
-                Command::Recover => "put back, but the journal record was kept",
+            let record = match command {
+                Command::Evacuate => RecordFate::Intent,
+                Command::Recover => RecordFate::Kept,
             };
-            item.fail(format!("{}; {what}", describe(&e)));
+            item.fail(Failure::new(Stage::JournalDone, record, describe(&e)));
         }
         // Nothing was changed, but the intent could not be rolled back (or the lock released): the
         // record claims more than was taken until a recover reads the live state. Not a success.
-        Err(e) if item.status != Status::Failed => item.fail(format!(
-            "nothing changed, but the journal could not be brought back ({}); recover reconciles it",
-            describe(&e)
-        )),
+        Err(e) if item.status != Status::Failed => {
+            item.fail(Failure::new(Stage::JournalDone, RecordFate::Stale, describe(&e)))
+        }
         Err(e) => tracing::warn!(resource = %item.resource, error = %describe(&e), "journal not brought up to date"),
     }
 }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use crate::aws::stats::Phases;
 use crate::error::describe;
 use crate::journal::{Audit, Journal, Lease};
-use crate::model::{Command, Item, Plan, Status};
+use crate::model::{Command, Failure, Item, Plan, RecordFate, Status};
 use crate::plugins::{Plugin, Stage};
 use crate::process::interrupt::Interrupt;
 
@@ -179,11 +179,11 @@ impl Prepared {
                 for &i in &lines {
                     let item = &mut self.plan.items[i];
                     if item.status == Status::Planned {
-                        item.fail(
-                            "not changed: capacity did not come back into the zone (see the failed lines and \
-                             problems); journal record kept, run recover again once it has"
-                                .into(),
-                        );
+                        item.fail(Failure::new(
+                            crate::model::Stage::HeldBack,
+                            RecordFate::Kept,
+                            "capacity did not come back into the zone (see the failed lines and problems)",
+                        ));
                     }
                 }
                 continue;

@@ -12,7 +12,7 @@ use crate::aws::stats::Phases;
 use crate::error::describe;
 use crate::journal::Journal;
 use crate::model::topology::{self, Zones};
-use crate::model::{Command, Item, Plan, Record, Request, Status};
+use crate::model::{Command, Failure, Item, Plan, Record, Request, Status};
 use crate::plugins::{self, Plugin, Scope, Setup};
 use crate::{Error, Result};
 
@@ -132,7 +132,7 @@ pub async fn prepare(
             // every kind here: an odd one is reported and kept, never acted on.
             for item in plan.items.iter_mut().filter(|i| i.status == Status::Planned) {
                 if let Some(why) = crate::model::plan::odd_record(item) {
-                    item.fail(why);
+                    item.fail(Failure::plan_kept(why));
                 }
             }
             review(&plugins, &mut plan, &scope).await?;
@@ -199,7 +199,7 @@ pub(super) async fn review(plugins: &[Box<dyn Plugin>], plan: &mut Plan, scope: 
                 .iter_mut()
                 .filter(|i| i.resource_type == plugin.resource_type() && i.status == Status::Planned)
             {
-                item.fail(why.clone());
+                item.fail(Failure::plan(why.clone()));
             }
         }
     }

@@ -13,7 +13,7 @@ use backon::BackoffBuilder;
 
 use super::line::Line;
 use super::Run;
-use crate::model::{Item, Status};
+use crate::model::{Failure, Item, Status};
 
 /// How long a read-back waits for a change to show, at most: AWS documents eventual consistency
 /// in seconds ("typically a few seconds; in rare cases, longer"); a minute bounds it the way a
@@ -103,7 +103,9 @@ impl Run<'_> {
                 for (n, mut item) in pending.into_iter().zip(trial) {
                     // A resource is one unit: every line of one not confirmed keeps its record.
                     if unconfirmed.contains(&item.resource) && item.status == Status::Done {
-                        item.fail("read back did not confirm its resource's change (see its other line)".into());
+                        item.fail(Failure::read_back(
+                            "read back did not confirm its resource's change (see its other line)",
+                        ));
                     }
                     settle_line(&mut lines[n], item, waited);
                 }
@@ -134,9 +136,10 @@ fn settle_line((item, line): &mut (Item, Line), verified: Item, waited: Duration
     let unconfirmed = item.status == Status::Done && verified.status == Status::Failed;
     *item = verified;
     if unconfirmed {
-        if let Some(reason) = item.reason.as_mut() {
+        if let Some(failure) = item.failure.as_mut() {
             if waited >= Duration::from_secs(1) {
-                reason.push_str(&format!(" (read back for {}s)", waited.as_secs()));
+                failure.read_back_secs = Some(waited.as_secs());
+                item.reason = Some(failure.to_string());
             }
         }
         line.release = line.release.take().map(crate::journal::Release::unconfirmed);

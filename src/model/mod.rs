@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 pub mod action;
 pub mod arn;
 pub mod check;
+mod failure;
 mod finding;
 pub mod headroom;
 pub mod plan;
@@ -18,6 +19,7 @@ pub mod stats;
 pub mod text;
 pub mod topology;
 
+pub use failure::{Failure, RecordFate, Stage};
 pub use finding::{Finding, Headroom};
 pub use record::{is_account_id, Audit, Record, State};
 
@@ -135,7 +137,7 @@ pub enum Status {
     Done,
     /// Left alone; `reason` says why.
     Skipped,
-    /// Tried and failed; `reason` says why. The journal still holds what was taken.
+    /// Tried and failed; `failure` says at what stage and what became of its record.
     Failed,
 }
 
@@ -190,6 +192,9 @@ pub struct Item {
     /// Why it is skipped or failed, or what a no-op line does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// A failed line's failure as a value (its stage, error and record); `reason` is its words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
     /// Caveats for the operator.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -242,6 +247,7 @@ impl Item {
             resulting_subnets: Vec::new(),
             status: Status::Planned,
             reason: None,
+            failure: None,
             notes: Vec::new(),
             requires: Vec::new(),
             blocked_by: None,
@@ -279,10 +285,12 @@ impl Item {
         self.status = Status::Done;
     }
 
-    /// Mark the line failed, with the error as the reason.
-    pub fn fail(&mut self, reason: String) {
+    /// Mark the line failed: the failure as a value, and its words (the phrase table's) as the
+    /// reason.
+    pub fn fail(&mut self, failure: Failure) {
         self.status = Status::Failed;
-        self.reason = Some(reason);
+        self.reason = Some(failure.to_string());
+        self.failure = Some(failure);
     }
 }
 
@@ -533,5 +541,24 @@ mod tests {
         let mut shifted = unit().moved_by("zonal-shift");
         shifted.away = Some("ZONAL_SHIFT z-1 active".into());
         assert!(!shifted.movable());
+    }
+
+    /// A failed line carries its failure beside its words, and a saved plan from before failures
+    /// were values (a failed line with a reason and no `failure`) still parses.
+    #[test]
+    fn a_failed_line_keeps_its_failure_and_old_saved_lines_still_parse() {
+        let mut item = Item::new("asg", "arn:asg/web", "web", "use1-az2");
+        item.fail(Failure::plan_kept("cannot read the record"));
+        assert_eq!(item.status, Status::Failed);
+        assert_eq!(item.reason.as_deref(), Some("cannot read the record"));
+        let saved = serde_json::to_value(&item).expect("json");
+        assert_eq!(saved["failure"]["stage"], "plan");
+        assert_eq!(saved["failure"]["record"], "kept");
+        let mut old = saved.clone();
+        old.as_object_mut().map(|o| o.remove("failure"));
+        let old: Item = serde_json::from_value(old).expect("an old saved line");
+        assert_eq!((old.status, old.failure), (Status::Failed, None));
+        let again: Item = serde_json::from_value(saved).expect("a saved line");
+        assert_eq!(again.failure, item.failure);
     }
 }

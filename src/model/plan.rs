@@ -99,9 +99,13 @@ pub fn hold_back(plan: &mut Plan, done: &BTreeSet<String>) {
     for item in plan.items.iter_mut().filter(|i| i.status == Status::Planned) {
         let missing: Vec<String> = item.requires.iter().filter(|r| !done.contains(*r)).cloned().collect();
         if !missing.is_empty() {
-            item.fail(format!(
-                "not changed: it waits for {} first, which did not happen (see that line)",
-                missing.join(", ")
+            item.fail(crate::model::Failure::new(
+                crate::model::Stage::HeldBack,
+                crate::model::RecordFate::Untouched,
+                format!(
+                    "it waits for {} first, which did not happen (see that line)",
+                    missing.join(", ")
+                ),
             ));
         }
     }
@@ -316,13 +320,13 @@ pub fn limit_subnets(item: &mut Item, limit: Option<SubnetLimit>) {
         return;
     }
     let over = count - limit.most;
-    item.fail(format!(
+    item.fail(crate::model::Failure::plan_kept(format!(
         "not possible: putting back {} would give it {count} subnets, and {} takes at most {}: remove {over} \
          of its subnets, then run recover again; nothing changed, journal record kept",
         item.restored_subnets.as_deref().unwrap_or_default().join(", "),
         limit.what,
         limit.most,
-    ));
+    )));
 }
 
 /// `current` with `restored` put back where they stood in `original` (pure): each right after the

@@ -107,7 +107,7 @@ impl<S: SubnetService + 'static> Subnets<S> {
             match self.service.plan_recovery(target, record) {
                 Ok(steps) if !steps.is_empty() => item.actions = Some(steps),
                 Ok(_) => {}
-                Err(e) => item.fail(describe(&e)),
+                Err(e) => item.fail(crate::model::Failure::plan_kept(describe(&e))),
             }
         }
         Ok(item)
@@ -336,7 +336,7 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
                     describe(&e)
                 );
                 for line in lines.iter_mut().filter(|l| l.status == Status::Done) {
-                    line.fail(why.clone());
+                    line.fail(crate::model::Failure::read_back(why.clone()));
                 }
                 return;
             }
@@ -357,14 +357,16 @@ impl<S: SubnetService + 'static> Plugin for Subnets<S> {
                     let mut found = found.subnets.clone();
                     found.sort();
                     if found != expected {
-                        line.fail(format!(
+                        line.fail(crate::model::Failure::read_back(format!(
                             "read back shows subnets [{}], expected [{}]; the journal still holds what was taken",
                             found.join(", "),
                             expected.join(", ")
-                        ));
+                        )));
                     }
                 }
-                None => line.fail("read back: the resource no longer exists".into()),
+                None => line.fail(crate::model::Failure::read_back(
+                    "read back: the resource no longer exists",
+                )),
             }
         }
     }
@@ -471,10 +473,7 @@ impl<S: SubnetService> Subnets<S> {
     /// Set the line's resulting subnets on its resource (and its other planned steps).
     async fn change(&self, line: &Item) -> Result<Acted> {
         let Some(target) = line.target.as_ref() else {
-            return Err(crate::Error::BadInput(format!(
-                "internal: no live state for {}",
-                line.resource
-            )));
+            return Err(crate::Error::Internal(format!("no live state for {}", line.resource)));
         };
         let shown = self.service.apply_and_tell(target, &line.resulting_subnets).await?;
         Ok(Acted {

@@ -83,8 +83,9 @@ macro_rules! say {
     };
 }
 
+/// A line's fields; a failed line's also its `failure` (stage, record, error), as in `--output json`.
 fn line_fields(run_id: &str, item: &Item) -> serde_json::Value {
-    serde_json::json!({
+    let mut fields = serde_json::json!({
         "run_id": run_id,
         "type": item.resource_type,
         "resource": item.resource,
@@ -92,7 +93,11 @@ fn line_fields(run_id: &str, item: &Item) -> serde_json::Value {
         "az_id": item.az_id,
         "status": item.status.as_str(),
         "reason": item.reason,
-    })
+    });
+    if let (Some(failure), Some(fields)) = (&item.failure, fields.as_object_mut()) {
+        fields.insert("failure".into(), serde_json::json!(failure));
+    }
+    fields
 }
 
 /// One run's timeline: emits `run_started` and a `line_planned` per line when made, then a
@@ -190,5 +195,23 @@ impl Timeline {
                 }),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Failure, RecordFate, Stage};
+
+    #[test]
+    fn a_failed_lines_event_names_its_stage_and_record() {
+        let mut item = Item::new("asg", "arn:asg/web", "web", "use1-az2");
+        let planned = line_fields("run-1", &item);
+        assert!(planned.get("failure").is_none(), "{planned}");
+        item.fail(Failure::new(Stage::Act, RecordFate::Intent, "HTTP 500"));
+        let failed = line_fields("run-1", &item);
+        assert_eq!(failed["failure"]["stage"], "act", "{failed}");
+        assert_eq!(failed["failure"]["record"], "intent", "{failed}");
+        assert_eq!(failed["reason"], item.reason.as_deref().unwrap_or_default(), "{failed}");
     }
 }

@@ -14,6 +14,7 @@ use crate::plugins::zonal_shift::expiry::ShiftExpiry;
 mod checks;
 mod exposure;
 pub mod layout;
+mod phrases;
 pub mod plan;
 mod shifts;
 mod status;

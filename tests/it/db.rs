@@ -429,9 +429,11 @@ async fn issue_15_rds_refusals_fail_the_line_and_keep_the_intent() {
     ] {
         let l = line(&run, name);
         assert_eq!(l["status"], "failed", "{l}");
-        let why = l["reason"].as_str().unwrap_or_default();
+        let failure = &l["failure"];
         assert!(
-            why.contains(code) && why.contains("journal record kept in state intent"),
+            failure["error"].as_str().unwrap_or_default().contains(code)
+                && failure["stage"] == "act"
+                && failure["record"] == "intent",
             "{l}"
         );
     }

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 
 use azevac::engine::{Prepared, Settings};
 use azevac::journal::{Audit, Guard, Journal};
-use azevac::model::{Command, Item, Plan, Record, Resource, Status};
+use azevac::model::{Command, Failure, Item, Plan, Record, RecordFate, Resource, Stage, Status};
 use azevac::plugins::{Acted, Plugin, Scope};
 use azevac::process::interrupt::Interrupt;
 use azevac::{Error, Result};
@@ -110,7 +110,7 @@ impl Plugin for Fake {
                 _ => true,
             };
             if !shows {
-                line.fail("read back does not show the change".into());
+                line.fail(Failure::read_back("read back does not show the change"));
             }
         }
     }
@@ -252,10 +252,12 @@ async fn issue_31_an_outcome_the_record_does_not_cover_fails_its_line() {
     .await;
     let sneaky = item(&plan, "sneaky");
     assert_eq!(sneaky.status, Status::Failed);
-    let why = sneaky.reason.clone().unwrap_or_default();
+    let failure = sneaky.failure.clone().expect("a failure");
     assert!(
-        why.contains("internal") && why.contains("unplanned") && why.contains("journalled now"),
-        "{why}"
+        failure.stage == Stage::Internal
+            && failure.error.contains("unplanned")
+            && failure.error.contains("journalled now"),
+        "{failure:?}"
     );
     assert_eq!(item(&plan, "careful").status, Status::Done);
     let stored = records(&moto).await;
@@ -297,8 +299,11 @@ async fn issue_31_an_act_is_given_up_when_its_lease_cannot_be_renewed() {
     assert!(started.elapsed() < Duration::from_secs(20), "given up, not waited out");
     let slow = item(&plan, "slow");
     assert_eq!(slow.status, Status::Failed);
+    let failure = slow.failure.as_ref().expect("a failure");
     assert!(
-        slow.reason.clone().unwrap_or_default().contains("given up in flight"),
+        failure.stage == Stage::Act
+            && failure.record == RecordFate::InFlight
+            && failure.error.starts_with("given up in flight"),
         "{slow:?}"
     );
     let sdk = common::sdk(&moto).await;
@@ -402,7 +407,10 @@ async fn issue_50_a_recovery_never_read_back_keeps_its_record() {
     let stuck = item(&plan, "stuck");
     assert_eq!(stuck.status, Status::Failed, "{stuck:?}");
     assert!(
-        stuck.reason.as_deref().is_some_and(|r| r.contains("read back")),
+        stuck
+            .failure
+            .as_ref()
+            .is_some_and(|f| f.stage == Stage::ReadBack && f.record == RecordFate::Kept),
         "{stuck:?}"
     );
     assert!(

@@ -25,7 +25,7 @@ impl AutoScaling {
         for item in plan.items.iter_mut().filter(|i| is_group(i)) {
             match item.target.as_ref().map(target_groups) {
                 Some(Ok(groups)) => all_groups.extend(groups),
-                Some(Err(e)) => item.fail(describe(&e)),
+                Some(Err(e)) => item.fail(crate::model::Failure::plan(describe(&e))),
                 None => {}
             }
         }

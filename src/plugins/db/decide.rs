@@ -249,7 +249,7 @@ pub fn evacuation(
             continue;
         }
         if let Err(e) = actions {
-            item.fail(crate::error::describe(&e));
+            item.fail(crate::model::Failure::plan(crate::error::describe(&e)));
             item.target = Some(target);
             items.push(item);
             continue;
@@ -261,7 +261,7 @@ pub fn evacuation(
                 item.skip(format!("{ALREADY_EVACUATED}: {role} {writer} in {az}"));
             }
             Decision::Skip(why) => item.skip(why),
-            Decision::Fail(why) => item.fail(why),
+            Decision::Fail(why) => item.fail(crate::model::Failure::plan(why)),
             Decision::Move(failover) => {
                 item.take_actions(&failover.actions());
                 item.reason = Some(failover.describe());
@@ -306,10 +306,10 @@ pub fn recovery(record: &Record, db: Option<&Database>, failback: bool, forget_m
     let actions = match record.actions_as::<Action>() {
         Ok(actions) => actions,
         Err(e) => {
-            item.fail(format!(
+            item.fail(crate::model::Failure::plan_kept(format!(
                 "{}; nothing changed, journal record kept",
                 crate::error::describe(&e)
-            ));
+            )));
             return item;
         }
     };

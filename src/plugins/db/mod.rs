@@ -129,10 +129,10 @@ impl Plugin for Databases {
         let mut items = decide::evacuation(&databases, scope.az_id(), scope.records, &filters);
         if let Some(e) = unread {
             let mut item = Item::new(TYPE, "elasticache", "ElastiCache replication groups", scope.az_id());
-            item.fail(format!(
+            item.fail(crate::model::Failure::plan(format!(
                 "{}; their primaries were not checked",
                 crate::error::describe(&e)
-            ));
+            )));
             items.push(item);
         }
         Ok(items)
@@ -191,7 +191,7 @@ impl Plugin for Databases {
         let databases = self.read(&zones, planned.map(|l| l.resource.as_str())).await?;
         for line in lines.iter_mut().filter(|l| l.status == Status::Planned) {
             let Some(db) = databases.iter().find(|d| d.arn == line.resource) else {
-                line.fail("no longer exists; nothing changed".into());
+                line.fail(crate::model::Failure::plan("no longer exists; nothing changed"));
                 continue;
             };
             let record = held
@@ -202,7 +202,10 @@ impl Plugin for Databases {
             let journalled = match record.map(Record::actions_as::<Action>).transpose() {
                 Ok(actions) => FailoverSettings::journalled(actions.as_deref().unwrap_or_default()),
                 Err(e) => {
-                    line.fail(format!("{}; nothing changed", crate::error::describe(&e)));
+                    line.fail(crate::model::Failure::plan(format!(
+                        "{}; nothing changed",
+                        crate::error::describe(&e)
+                    )));
                     continue;
                 }
             };
@@ -233,7 +236,7 @@ impl Plugin for Databases {
                     line.skip(why);
                     line.take_actions::<Action>(&[]);
                 }
-                Decision::Fail(why) => line.fail(why),
+                Decision::Fail(why) => line.fail(crate::model::Failure::plan(why)),
             }
         }
         Ok(())

@@ -119,7 +119,7 @@ pub fn evacuation(
                 None => Vec::new(),
                 Some(Ok(earlier)) => earlier,
                 Some(Err(e)) => {
-                    item.fail(crate::error::describe(&e));
+                    item.fail(crate::model::Failure::plan(crate::error::describe(&e)));
                     return item;
                 }
             };
@@ -216,7 +216,7 @@ pub fn recovery(record: &Record, node: Option<&Node>, forget_missing: bool) -> I
                 .map(|live| replaced(record, "node", node_of(&record.resource), live));
         }
         Some(node) => match record.actions_as::<Action>() {
-            Err(e) => item.fail(crate::error::describe(&e)),
+            Err(e) => item.fail(crate::model::Failure::plan_kept(crate::error::describe(&e))),
             Ok(done) => {
                 let undo: Vec<String> = done
                     .iter()

@@ -318,7 +318,7 @@ pub fn recovery(record: &Record, current: Option<&Value>, forget_missing: bool) 
     let done = match record.actions_as::<Action>() {
         Ok(done) => done,
         Err(e) => {
-            item.fail(crate::error::describe(&e));
+            item.fail(crate::model::Failure::plan_kept(crate::error::describe(&e)));
             return item;
         }
     };
@@ -366,6 +366,8 @@ pub fn unreadable(cluster: &str, az_id: &str, err: &crate::Error) -> Item {
         az_id,
     );
     item.actions = Some(Vec::new());
-    item.fail(format!("cannot list the NodePools ({why}){hint}"));
+    item.fail(crate::model::Failure::plan(format!(
+        "cannot list the NodePools ({why}){hint}"
+    )));
     item
 }

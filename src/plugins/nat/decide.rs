@@ -257,7 +257,7 @@ pub fn recovery(record: &Record, table: Option<&RouteTable>, nats: &Estate, forg
     let actions = match record.actions_as::<Action>() {
         Ok(actions) => actions,
         Err(e) => {
-            item.fail(describe(&e));
+            item.fail(crate::model::Failure::plan_kept(describe(&e)));
             return item;
         }
     };
@@ -328,7 +328,9 @@ pub fn recovery(record: &Record, table: Option<&RouteTable>, nats: &Estate, forg
     reasons.extend(kept.iter().cloned());
     let reason = reasons.join("; ");
     if changes.is_empty() && !kept.is_empty() {
-        item.fail(format!("{reason}; journal record kept"));
+        item.fail(crate::model::Failure::plan_kept(format!(
+            "{reason}; journal record kept"
+        )));
         return item;
     }
     item.reason = (!reason.is_empty()).then_some(reason);

@@ -157,6 +157,7 @@ impl Plugin for NatRoutes {
                     let fresh = recovery(record, table, &estate, self.forget_missing);
                     line.status = fresh.status;
                     line.reason = fresh.reason;
+                    line.failure = fresh.failure;
                     line.actions = fresh.actions;
                     line.target = fresh.target;
                 }
@@ -202,10 +203,10 @@ impl Plugin for NatRoutes {
             Ok(tables) => tables,
             Err(e) => {
                 for &n in &done {
-                    lines[n].fail(format!(
+                    lines[n].fail(crate::model::Failure::read_back(format!(
                         "could not read the route table back ({}); the journal holds the routes",
                         describe(&e)
-                    ));
+                    )));
                 }
                 return;
             }
@@ -233,10 +234,10 @@ impl Plugin for NatRoutes {
                 })
                 .collect();
             if !wrong.is_empty() {
-                line.fail(format!(
+                line.fail(crate::model::Failure::read_back(format!(
                     "read back: {}; the journal still holds the routes",
                     wrong.join("; ")
-                ));
+                )));
             }
         }
     }

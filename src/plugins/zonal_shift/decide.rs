@@ -166,7 +166,7 @@ pub fn evacuation(
             let ours = match record.map(started_id).transpose() {
                 Ok(ours) => ours.flatten(),
                 Err(e) => {
-                    item.fail(describe(&e));
+                    item.fail(crate::model::Failure::plan(describe(&e)));
                     return item;
                 }
             };
@@ -268,7 +268,7 @@ pub fn recovery(record: &Record, active: &[Active]) -> Item {
     let recorded = match started_id(record) {
         Ok(recorded) => recorded,
         Err(e) => {
-            item.fail(describe(&e));
+            item.fail(crate::model::Failure::plan_kept(describe(&e)));
             return item;
         }
     };

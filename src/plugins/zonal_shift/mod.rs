@@ -195,7 +195,7 @@ impl Plugin for ZonalShifts {
             match line.record.as_ref().map(started_id).transpose() {
                 Ok(Some(Some(id))) => started.push((n, id)),
                 Ok(_) => {}
-                Err(e) => line.fail(format!("read back: {}", describe(&e))),
+                Err(e) => line.fail(crate::model::Failure::read_back(format!("read back: {}", describe(&e)))),
             }
         }
         if started.is_empty() {
@@ -205,19 +205,19 @@ impl Plugin for ZonalShifts {
             Ok(active) => active,
             Err(e) => {
                 for (n, _) in &started {
-                    lines[*n].fail(format!(
+                    lines[*n].fail(crate::model::Failure::read_back(format!(
                         "could not read back the zonal shifts ({}); the journal holds the shift",
                         describe(&e)
-                    ));
+                    )));
                 }
                 return;
             }
         };
         for (n, id) in started {
             if !active.iter().any(|(_, a)| a.id.as_deref() == Some(id.as_str())) {
-                lines[n].fail(format!(
+                lines[n].fail(crate::model::Failure::read_back(format!(
                     "read back: zonal shift {id} is not listed as active; the journal still holds it"
-                ));
+                )));
             }
         }
     }
