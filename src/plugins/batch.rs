@@ -261,7 +261,7 @@ impl SubnetService for Batch {
                 .tasks(&detail.ecs_cluster)
                 .await?
                 .iter()
-                .filter(|t| place.holds_task(t))
+                .filter(|t| super::tasks::holds_task(place, t))
                 .filter_map(|t| t.task_arn().map(str::to_owned))
                 .collect();
             let fargate = detail.compute_type.starts_with("FARGATE");

@@ -292,7 +292,7 @@ impl SubnetService for Ecs {
                     };
                     let in_zone: Vec<String> = tasks
                         .iter()
-                        .filter(|t| place.holds_task(t))
+                        .filter(|t| super::tasks::holds_task(place, t))
                         .filter_map(|t| t.task_arn().map(str::to_owned))
                         .collect();
                     let presence = Presence {
