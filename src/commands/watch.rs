@@ -625,71 +625,71 @@ impl Watch<'_> {
     /// zone, as `azevac shift extend` does: the watcher keeps them from lapsing in a long incident,
     /// whoever started them and whatever zone it follows.
     async fn renew_shifts(&mut self) {
-        use crate::plugins::zonal_shift::{expiry, RENEW_WITHIN, TYPE};
-        let records: Vec<_> = match self.ctx.journal.of_type(TYPE, None).await {
-            Ok(entries) => entries
-                .into_iter()
-                .filter_map(std::result::Result::ok)
-                .filter(|r| r.account_id.is_none())
-                .collect(),
-            Err(e) => {
-                crate::say!(
-                    "azevac: warning: watch: cannot read azevac's zonal shifts from the journal: {}",
-                    crate::report::clean(&super::describe(&e))
-                );
-                return;
-            }
-        };
-        if records.is_empty() {
-            return;
-        }
-        let ending: BTreeSet<String> = match expiry::of(&self.ctx.sdk, &records, RENEW_WITHIN).await {
-            Ok(shifts) => shifts
-                .into_iter()
-                .flatten()
-                .filter(|s| s.standing == expiry::Standing::Active && s.expiring(RENEW_WITHIN))
-                .map(|s| s.az_id)
-                .collect(),
-            Err(e) => {
-                crate::say!(
-                    "azevac: warning: watch: cannot read from ARC when azevac's zonal shifts end: {}",
-                    crate::report::clean(&super::describe(&e))
-                );
-                return;
-            }
-        };
-        for zone in ending {
-            if !self.holds() || self.interrupt.requested() {
-                return;
-            }
-            self.decide(
-                "shifts_extended",
-                format!("azevac's zonal shifts away from {zone} end within the hour: extending them"),
-                vec![],
-            )
-            .await;
-            let mut ctx = self.ctx.for_another_run(self.guarded());
-            ctx.heading = Some("shift extend");
-            let extend = cli::ShiftExtend {
-                az_id: Some(zone.clone()),
-                expiry: crate::plugins::zonal_shift::flags::Expiry {
-                    expires_in: crate::plugins::zonal_shift::DEFAULT_EXPIRES_IN.to_owned(),
-                },
-                confirm: self.args.evacuate(&zone, String::new()).confirm,
+        // Every kind whose changes end by themselves, through what it declares (zonal shifts).
+        for (kind, expiring) in crate::plugins::expiring::kinds() {
+            let what = format!("azevac's {}s", expiring.noun);
+            let records: Vec<_> = match self.ctx.journal.of_type(kind, None).await {
+                Ok(entries) => entries
+                    .into_iter()
+                    .filter_map(std::result::Result::ok)
+                    .filter(|r| r.account_id.is_none())
+                    .collect(),
+                Err(e) => {
+                    crate::say!(
+                        "azevac: warning: watch: cannot read {what} from the journal: {}",
+                        crate::report::clean(&super::describe(&e))
+                    );
+                    continue;
+                }
             };
-            let no_wait = cli::Wait {
-                wait: false,
-                wait_timeout: Duration::ZERO,
+            if records.is_empty() {
+                continue;
+            }
+            let within = expiring.renew_within;
+            let ending: BTreeSet<String> = match (expiring.read)(&self.ctx.sdk, &records, within).await {
+                Ok(read) => read
+                    .into_iter()
+                    .flatten()
+                    .filter(|e| e.due(within))
+                    .map(|e| e.az_id)
+                    .collect(),
+                Err(e) => {
+                    crate::say!(
+                        "azevac: warning: watch: cannot read from {} when {what} end: {}",
+                        expiring.source,
+                        crate::report::clean(&super::describe(&e))
+                    );
+                    continue;
+                }
             };
-            self.acting(Some(format!("extending azevac's zonal shifts away from {zone}")));
-            let extended = super::shift::extend(&ctx, &zone, &extend.request(), &extend.confirm, &no_wait).await;
-            self.acting(None);
-            match extended {
-                Ok(code) => self.note_interrupted(code),
-                Err(e) => crate::say!(
-                    "azevac: warning: watch: could not extend azevac's zonal shifts away from {zone}: {}",
-                    crate::report::clean(&super::describe(&e))
-                ),
+            for zone in ending {
+                if !self.holds() || self.interrupt.requested() {
+                    return;
+                }
+                self.decide(
+                    "shifts_extended",
+                    format!("{what} away from {zone} end within the hour: extending them"),
+                    vec![],
+                )
+                .await;
+                let mut ctx = self.ctx.for_another_run(self.guarded());
+                ctx.heading = Some(expiring.renewed_as);
+                let request = (expiring.renewal)();
+                let confirm = self.args.evacuate(&zone, String::new()).confirm;
+                let no_wait = cli::Wait {
+                    wait: false,
+                    wait_timeout: Duration::ZERO,
+                };
+                self.acting(Some(format!("extending {what} away from {zone}")));
+                let extended = super::shift::extend(&ctx, &zone, &request, &confirm, &no_wait).await;
+                self.acting(None);
+                match extended {
+                    Ok(code) => self.note_interrupted(code),
+                    Err(e) => crate::say!(
+                        "azevac: warning: watch: could not extend {what} away from {zone}: {}",
+                        crate::report::clean(&super::describe(&e))
+                    ),
+                }
             }
         }
     }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 pub mod action;
 pub mod arn;
 pub mod check;
+pub mod expiry;
 mod finding;
 pub mod headroom;
 pub mod plan;
@@ -17,6 +18,7 @@ mod record;
 pub mod text;
 pub mod topology;
 
+pub use expiry::Expiry;
 pub use finding::{Finding, Headroom};
 pub use record::{is_account_id, Audit, Record, State};
 

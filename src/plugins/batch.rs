@@ -48,6 +48,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     flags: None,
     describe: crate::model::action::words::<crate::model::action::NoAction>,
     cluster: super::no_cluster,
+    expiring: None,
 };
 
 /// `DescribeComputeEnvironments` pages and reads at most 100 environments.

@@ -46,6 +46,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     flags: Some(&flags::FLAGS),
     describe: crate::model::action::words::<crate::model::action::NoAction>,
     cluster: cluster_named,
+    expiring: None,
 };
 
 /// `DescribeServices` takes at most 10 services per call on AWS (the emulator accepts more).

@@ -8,7 +8,7 @@
 //! routes and database failovers implement [`Plugin`] directly.//!
 //! One job a file: [`plugin`] (the trait), [`subnet_service`] (the subnet-placed kinds' trait),
 //! [`registry`] (the kinds as data), [`flags`] (each kind's own flags), [`iam`] (what every run
-//! needs whatever the kinds), and the modules no kind owns that several share ([`tasks`],
+//! needs whatever the kinds), [`expiring`] (the capability of kinds whose changes end by themselves), and the modules no kind owns that several share ([`tasks`],
 //! [`shifted`], [`kube`], [`wait`], [`tags`], [`crosszone`]).
 
 pub use crate::model::check::Check;
@@ -17,6 +17,7 @@ pub use crate::model::plan::SubnetLimit;
 pub use crate::model::Finding;
 pub use crate::model::Resource;
 
+pub mod expiring;
 pub mod flags;
 pub mod iam;
 pub mod plugin;

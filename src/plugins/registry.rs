@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use aws_config::SdkConfig;
 use futures::future::BoxFuture;
 
+use super::expiring::Expiring;
 use super::flags::Flags;
 use super::iam::CORE_SERVICES;
 use super::plugin::Plugin;
@@ -36,6 +37,9 @@ pub struct Registration {
     /// What else a resource (by its journal key) belongs to that one bad change could take down
     /// with it, an EKS or ECS cluster: a recovery in waves spreads over them.
     pub cluster: fn(&str) -> Option<&str>,
+    /// What the kind can do beyond the trait: its changes end by themselves, and `status`,
+    /// `doctor`, `--notify` and the watcher read and renew them through this; `None`: they last.
+    pub expiring: Option<&'static Expiring>,
 }
 
 /// [`Registration::cluster`] for kinds whose resources stand alone.

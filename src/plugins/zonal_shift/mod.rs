@@ -55,6 +55,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     flags: Some(&flags::FLAGS),
     describe: crate::model::action::words::<actions::Action>,
     cluster: super::no_cluster,
+    expiring: Some(&expiry::EXPIRING),
 };
 /// `--expires-in` when not given: long enough to ride out most zonal incidents, short enough that
 /// a forgotten shift ends by itself.
