@@ -5,11 +5,13 @@
 //!
 //! Subnet-placed types (Auto Scaling, ECS, Lambda) implement the smaller [`SubnetService`] and share
 //! one adapter ([`subnets::Subnets`]); Kubernetes nodes, Karpenter NodePools, zonal shifts, NAT
-//! routes and database failovers implement [`Plugin`] directly.//!
+//! routes and database failovers implement [`Plugin`] directly.
+//!
 //! One job a file: [`plugin`] (the trait), [`subnet_service`] (the subnet-placed kinds' trait),
 //! [`registry`] (the kinds as data), [`flags`] (each kind's own flags), [`iam`] (what every run
-//! needs whatever the kinds), [`expiring`] (the capability of kinds whose changes end by themselves), and the modules no kind owns that several share ([`tasks`],
-//! [`shifted`], [`kube`], [`wait`], [`tags`], [`crosszone`]).
+//! needs whatever the kinds), [`expiring`] (what a kind whose changes end by themselves declares),
+//! and the modules no kind owns that several share ([`tasks`], [`shifted`], [`kube`], [`wait`],
+//! [`tags`], [`crosszone`]).
 
 pub use crate::model::check::Check;
 pub use crate::model::headroom::Demand;

@@ -17,6 +17,7 @@ pub struct Batch;
 /// What the suite finds.
 pub static FIXTURE: Batch = Batch;
 
+/// A compute environment: the odd ones EC2 (an infrastructure update), the others Fargate.
 fn environment(name: String, zones: Vec<String>) -> BatchSpec {
     let ec2 = ["ce-r1", "ce-r3", "ce-r5"].contains(&name.as_str());
     BatchSpec {

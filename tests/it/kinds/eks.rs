@@ -18,7 +18,7 @@ pub struct Eks;
 pub static FIXTURE: Eks = Eks;
 
 /// The `n`th node, in `ZONES[zone]`, from the fixture's first use1-az2 node.
-pub fn node(name: &str, zone: usize, n: usize) -> Value {
+fn node(name: &str, zone: usize, n: usize) -> Value {
     let mut node = fixture_items("eks-nodes.json")
         .into_iter()
         .find(|n| n["metadata"]["name"] == "ip-10-0-2-21.ec2.internal")
@@ -34,6 +34,8 @@ pub fn node(name: &str, zone: usize, n: usize) -> Value {
     node
 }
 
+/// Nodes `r0`..`r5` in the zone (`r5` cordoned and tainted by someone else), `a1` and `a4`
+/// elsewhere.
 fn cluster() -> Cluster {
     let mut cluster = Cluster::default();
     for i in 0..CHANGED {

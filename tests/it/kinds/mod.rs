@@ -114,6 +114,7 @@ pub fn fixture(name: &str) -> Option<&'static dyn Fixture> {
     all().into_iter().find(|f| f.name() == name)
 }
 
+/// Zone IDs as the estate's specs take them.
 pub fn zones(list: &[&str]) -> Vec<String> {
     list.iter().map(|z| z.to_string()).collect()
 }
