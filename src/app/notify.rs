@@ -18,8 +18,7 @@ use std::time::Duration;
 use aws_config::{Region, SdkConfig};
 use aws_smithy_types::timeout::TimeoutConfig;
 
-use crate::model::{Audit, Command, Plan, Status};
-use crate::plugins::zonal_shift::expiry::ShiftExpiry;
+use crate::model::{Audit, Command, Expiry, Plan, Status};
 
 /// The call, as the IAM policy and the warnings name it.
 const PUBLISH: &str = "sns:Publish";
@@ -390,35 +389,36 @@ fn short(run_id: &str) -> &str {
     run_id.split('-').next().unwrap_or(run_id)
 }
 
-/// The message `status --notify` publishes when azevac's zonal shifts end within the window it was
-/// given (or already ended while their records say evacuated): what a cron job or a monitor running
+/// The message `status --notify` publishes when azevac's changes that end by themselves (zonal
+/// shifts; `noun` says what one is called) end within the window it was given (or already ended
+/// while their records say evacuated): what a cron job or a monitor running
 /// `azevac status --fail-if-expiring 1h --notify TOPIC` tells the channel. `caller` is who ran it.
-pub fn shifts_ending(region: &str, caller: &str, shifts: &[&ShiftExpiry]) -> Message {
+pub fn ending(region: &str, caller: &str, noun: &str, expiries: &[&Expiry]) -> Message {
     let said = |form: Form| {
         let mut text = format!(
-            "azevac status in {}: {} of azevac's zonal shifts end soon or have ended\n",
+            "azevac status in {}: {} of azevac's {noun}s end soon or have ended\n",
             form.put(region),
-            shifts.len()
+            expiries.len()
         );
         let _ = writeln!(text, "caller: {}", form.put(caller));
-        for shift in shifts {
-            let words = shift.warning.clone().unwrap_or_else(|| {
+        for expiry in expiries {
+            let words = expiry.warning.clone().unwrap_or_else(|| {
                 format!(
-                    "zonal shift {} of {} away from {} ends at {}",
-                    shift.zonal_shift_id.as_deref().unwrap_or("-"),
-                    shift.name,
-                    shift.az_id,
-                    shift.expires_at.as_deref().unwrap_or("-")
+                    "{noun} {} of {} away from {} ends at {}",
+                    expiry.id.as_deref().unwrap_or("-"),
+                    expiry.name,
+                    expiry.az_id,
+                    expiry.expires_at.as_deref().unwrap_or("-")
                 )
             });
             let _ = writeln!(text, "- {}", form.put(&words));
         }
         text
     };
-    let zones: std::collections::BTreeSet<String> = shifts.iter().map(|s| keyword(&s.az_id)).collect();
+    let zones: std::collections::BTreeSet<String> = expiries.iter().map(|s| keyword(&s.az_id)).collect();
     let title = format!(
-        "azevac: {} zonal shift(s) away from {} end soon or have ended",
-        shifts.len(),
+        "azevac: {} {noun}(s) away from {} end soon or have ended",
+        expiries.len(),
         zones.iter().cloned().collect::<Vec<_>>().join(", ")
     );
     let keywords: Vec<String> = ["azevac", "status"]

@@ -51,7 +51,7 @@ pub async fn run(ctx: &Context, args: &cli::Doctor) -> Result<i32> {
         checks.extend(zones(ctx, args.az_id.as_deref()).await);
         checks.push(subnets(ctx).await);
         checks.extend(journal(ctx).await);
-        checks.extend(shift_expiries(ctx, &args.accounts.fleet()).await);
+        checks.extend(expiries(ctx, &args.accounts.fleet()).await);
         checks.extend(watcher(ctx).await);
         checks.extend(types(ctx, args, None).await);
         checks.extend(accounts(ctx, args).await);
@@ -236,88 +236,26 @@ async fn watcher(ctx: &Context) -> Option<Check> {
     })
 }
 
-/// The zonal shifts azevac's journal holds: none over while the journal says evacuated (a fail:
-/// traffic is back in the zone), none ending within the hour (a warning). No records: no line.
-async fn shift_expiries(ctx: &Context, fleet: &crate::model::Fleet) -> Option<Check> {
-    use crate::plugins::zonal_shift::expiry::{self, Standing};
-    use crate::plugins::zonal_shift::{RENEW_WITHIN, TYPE};
-    const NAME: &str = "zonal shifts";
-    // A journal that cannot be read is the journal check's line, not this one's.
-    let records: Vec<_> = ctx
-        .journal
-        .of_type(TYPE, None)
-        .await
-        .ok()?
-        .into_iter()
-        .flatten()
-        .collect();
-    if records.is_empty() {
-        return None;
+/// The changes azevac's journal holds that end by themselves (zonal shifts), a line per kind that
+/// declares them, in its own words: none over while the journal says evacuated, none ending soon.
+/// A kind with no records: no line.
+async fn expiries(ctx: &Context, fleet: &crate::model::Fleet) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for (kind, expiring) in crate::plugins::expiring::kinds() {
+        // A journal that cannot be read is the journal check's line, not this one's.
+        let Ok(entries) = ctx.journal.of_type(kind, None).await else {
+            continue;
+        };
+        let records: Vec<_> = entries.into_iter().flatten().collect();
+        if records.is_empty() {
+            continue;
+        }
+        let (read, unreached) =
+            super::status::expiries_of(ctx, kind, expiring, &records, expiring.renew_within, fleet).await;
+        let read: Vec<_> = read.into_iter().flatten().collect();
+        checks.push((expiring.check)(&read, &unreached));
     }
-    let (shifts, unreached) = super::status::shift_expiries(ctx, &records, RENEW_WITHIN, fleet).await;
-    let shifts: Vec<_> = shifts.into_iter().flatten().collect();
-    let said = |s: &expiry::ShiftExpiry, what: &str| {
-        format!(
-            "{} of {} away from {} {what}",
-            s.zonal_shift_id.as_deref().unwrap_or_default(),
-            s.name,
-            s.az_id
-        )
-    };
-    let over: Vec<String> = shifts
-        .iter()
-        .filter_map(|s| match s.standing {
-            Standing::Expired => Some(said(
-                s,
-                &format!("expired at {}", s.expires_at.as_deref().unwrap_or_default()),
-            )),
-            Standing::Cancelled => Some(said(s, "was cancelled outside azevac")),
-            Standing::Gone => Some(said(s, "is no longer listed by ARC")),
-            _ => None,
-        })
-        .collect();
-    if !over.is_empty() {
-        // A shift that is over says most, and the accounts not read are said with it.
-        let unread = unreached.iter().map(|u| format!("; {u}")).collect::<String>();
-        return Some(Check::fail(
-            NAME,
-            format!(
-                "{}: traffic flows into the zone again although the journal says evacuated{unread}",
-                over.join("; ")
-            ),
-            "`azevac shift start --az-id AZ_ID` shifts it away again; `azevac recover --type zonal-shift` \
-             clears the records once the zone is healthy",
-        ));
-    }
-    if !unreached.is_empty() {
-        return Some(Check::fail(
-            NAME,
-            unreached.join("; "),
-            "grant arc-zonal-shift:ListZonalShifts (the operator policy and the member role have it), and \
-             check each account's role with `azevac doctor --accounts`",
-        ));
-    }
-    let soon: Vec<String> = shifts
-        .iter()
-        .filter(|s| s.standing == Standing::Active && s.expiring(RENEW_WITHIN))
-        .map(|s| said(s, &format!("ends at {}", s.expires_at.as_deref().unwrap_or_default())))
-        .collect();
-    if !soon.is_empty() {
-        return Some(Check::warn(
-            NAME,
-            format!("{}: within the hour", soon.join("; ")),
-            "`azevac shift extend` keeps traffic away from the zone",
-        ));
-    }
-    let first = shifts.iter().filter_map(|s| s.expires_at.as_deref()).min();
-    Some(Check::ok(
-        NAME,
-        format!(
-            "{} of azevac's journalled{}",
-            shifts.len(),
-            first.map(|t| format!(", the first ends at {t}")).unwrap_or_default()
-        ),
-    ))
+    checks
 }
 
 /// `--accounts`: each account's role assumed, then in each what a run reads there (the zones, the

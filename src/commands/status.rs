@@ -1,5 +1,6 @@
-//! `azevac status`: what the journal says is evacuated now, and by whom; and, for the zonal shifts
-//! azevac started, when each ends (ARC lets a shift expire while the journal still says evacuated).
+//! `azevac status`: what the journal says is evacuated now, and by whom; and, for the changes azevac
+//! made that end by themselves (zonal shifts: ARC lets a shift expire while the journal still says
+//! evacuated), when each ends, as their kinds declare it ([`crate::plugins::expiring`]).
 
 use std::collections::BTreeMap;
 
@@ -7,8 +8,8 @@ use super::{Context, EXIT_EXPOSED, EXIT_OK};
 use crate::cli;
 use crate::error::describe;
 use crate::model::topology::Zones;
-use crate::model::{Fleet, Record};
-use crate::plugins::zonal_shift::{self, expiry, expiry::ShiftExpiry};
+use crate::model::{Expiry, Fleet, Record};
+use crate::plugins::expiring::{self, Expiring};
 use crate::report;
 use crate::Result;
 
@@ -50,17 +51,21 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
         records.retain(|r| accounts.contains(r.account_id.as_ref().unwrap_or(&caller)));
         own = Some(caller);
     }
-    // When azevac's shifts end, read from the records' typed actions before they are put in words.
-    // A shift ending within the hour is warned of; with --fail-if-expiring, within that long.
-    let within = args.fail_if_expiring.unwrap_or(zonal_shift::RENEW_WITHIN);
-    let (shifts, unreached) = shift_expiries(ctx, &records, within, &fleet).await;
-    problems.extend(unreached);
-    let (read, unread): (Vec<_>, Vec<_>) = shifts.into_iter().partition(Result::is_ok);
-    // A table reports a record it cannot read below, with every kind's.
-    if ctx.output == crate::model::Output::Json {
-        problems.extend(unread.into_iter().filter_map(Result::err).map(|e| e.to_string()));
+    // When the changes of kinds that end by themselves end, read from the records' typed actions
+    // before they are put in words. One ending within its kind's window (an hour for a zonal
+    // shift) is warned of; with --fail-if-expiring, within that long.
+    let within = |expiring: &Expiring| args.fail_if_expiring.unwrap_or(expiring.renew_within);
+    let mut expiries: Vec<Expiry> = Vec::new();
+    for (kind, expiring) in expiring::kinds() {
+        let (read, unreached) = expiries_of(ctx, kind, expiring, &records, within(expiring), &fleet).await;
+        problems.extend(unreached);
+        let (read, unread): (Vec<_>, Vec<_>) = read.into_iter().partition(Result::is_ok);
+        // A table reports a record it cannot read below, with every kind's.
+        if ctx.output == crate::model::Output::Json {
+            problems.extend(unread.into_iter().filter_map(Result::err).map(|e| e.to_string()));
+        }
+        expiries.extend(read.into_iter().flatten());
     }
-    let shifts: Vec<ShiftExpiry> = read.into_iter().flatten().collect();
     // What each record says was done, in the operator's words, as its kind reads it: a record
     // whose actions this version cannot read is a problem, never shown as a guess.
     if ctx.output != crate::model::Output::Json {
@@ -97,24 +102,32 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     report::print_status(
         &records,
         &accounts,
-        &shifts,
+        &expiries,
         &locks,
         watcher.as_ref(),
         &problems,
         ctx.output,
         names,
     );
-    // --notify: the channel hears of the shifts that end within the window, or ended; of nothing else.
-    let ending: Vec<_> = shifts.iter().filter(|s| s.expiring(within)).collect();
-    if !ending.is_empty() && !args.notify.topics.is_empty() {
-        let caller = ctx.audit(None).await.caller;
-        let message = crate::app::notify::shifts_ending(&ctx.region, &caller, &ending);
-        crate::app::notify::Notifier::new(&ctx.sdk, &args.notify.topics)
-            .publish(&message)
-            .await;
+    // --notify: the channel hears of the changes that end within the window, or ended; of nothing
+    // else. One message per kind.
+    let mut expiring_any = false;
+    for (kind, expiring) in expiring::kinds() {
+        let ending: Vec<&Expiry> = expiries
+            .iter()
+            .filter(|e| e.kind == kind && e.expiring(within(expiring)))
+            .collect();
+        expiring_any |= !ending.is_empty();
+        if !ending.is_empty() && !args.notify.topics.is_empty() {
+            let caller = ctx.audit(None).await.caller;
+            let message = crate::app::notify::ending(&ctx.region, &caller, expiring.noun, &ending);
+            crate::app::notify::Notifier::new(&ctx.sdk, &args.notify.topics)
+                .publish(&message)
+                .await;
+        }
     }
     // An item that cannot be read is a failure to report, as in every other command.
-    let expiring = args.fail_if_expiring.is_some() && !ending.is_empty();
+    let expiring = args.fail_if_expiring.is_some() && expiring_any;
     Ok(if !problems.is_empty() {
         super::EXIT_FAILED
     } else if expiring {
@@ -124,33 +137,33 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     })
 }
 
-/// When azevac's shifts among `records` end, each read from ARC in the account its record was
-/// journalled in: the caller's own with the caller's credentials, another through `fleet`'s role
-/// there (ARC answers for its own account's shifts only). Returns each shift record's expiry (or
-/// why its actions cannot be read), and a problem line per account whose shifts ARC did not tell:
-/// their records are [`expiry::Standing::NotChecked`], never judged against another account's list.
-pub(super) async fn shift_expiries(
+/// When `kind`'s changes among `records` end, as `expiring` reads them, each from its service in
+/// the account its record was journalled in: the caller's own with the caller's credentials,
+/// another through `fleet`'s role there (ARC answers for its own account's shifts only). Returns
+/// each record's expiry (or why its actions cannot be read), and a problem line per account whose
+/// changes the service did not tell: their records are [`crate::model::expiry::Standing::NotChecked`],
+/// never judged against another account's list.
+pub(super) async fn expiries_of(
     ctx: &Context,
+    kind: &str,
+    expiring: &Expiring,
     records: &[Record],
     within: i64,
     fleet: &Fleet,
-) -> (Vec<Result<ShiftExpiry>>, Vec<String>) {
-    let shifts: Vec<&Record> = records
-        .iter()
-        .filter(|r| r.resource_type == zonal_shift::TYPE)
-        .collect();
-    if shifts.is_empty() {
+) -> (Vec<Result<Expiry>>, Vec<String>) {
+    let theirs: Vec<&Record> = records.iter().filter(|r| r.resource_type == kind).collect();
+    if theirs.is_empty() {
         return Default::default();
     }
+    let (source, short) = (expiring.source, expiring.short);
     let mut problems = Vec::new();
     // Records stamped with the caller's own account are its own, however they were written.
-    let own = match shifts.iter().any(|r| r.account_id.is_some()) {
+    let own = match theirs.iter().any(|r| r.account_id.is_some()) {
         true => match ctx.caller_account().await {
             Ok(own) => Some(own),
             Err(e) => {
                 problems.push(format!(
-                    "{}: the caller's own account is not known, so its stamped shifts are read through its role: {}",
-                    zonal_shift::TYPE,
+                    "{kind}: the caller's own account is not known, so its stamped {short} are read through its role: {}",
                     describe(&e)
                 ));
                 None
@@ -159,26 +172,26 @@ pub(super) async fn shift_expiries(
         false => None,
     };
     let mut by_account: BTreeMap<Option<String>, Vec<Record>> = BTreeMap::new();
-    for record in shifts {
+    for record in theirs {
         let account = record.account_id.clone().filter(|a| Some(a) != own.as_ref());
         by_account.entry(account).or_default().push(record.clone());
     }
     let cannot_read = |account: Option<&str>, e: &crate::Error| {
         format!(
-            "{}{}: could not read from ARC when azevac's shifts end: {}",
+            "{}{kind}: could not read from {source} when azevac's {short} end: {}",
             account.map(|a| format!("account {a}: ")).unwrap_or_default(),
-            zonal_shift::TYPE,
             describe(e)
         )
     };
+    let unread = format!("{source} could not be read");
     let mut expiries = Vec::new();
     if let Some(mine) = by_account.remove(&None) {
-        match expiry::of(&ctx.sdk, &mine, within).await {
+        match (expiring.read)(&ctx.sdk, &mine, within).await {
             Ok(read) => expiries.extend(read),
             Err(e) => {
                 problems.push(cannot_read(None, &e));
-                let why = format!("ARC could not be read: {}", crate::model::text::clean(&describe(&e)));
-                expiries.extend(mine.iter().map(|r| expiry::not_checked(r, &why)));
+                let why = format!("{unread}: {}", crate::model::text::clean(&describe(&e)));
+                expiries.extend(mine.iter().map(|r| (expiring.not_checked)(r, &why)));
             }
         }
     }
@@ -189,11 +202,10 @@ pub(super) async fn shift_expiries(
         .into_iter()
         .map(|(account, sdk)| {
             let theirs = by_account.get(&Some(account.clone())).cloned().unwrap_or_default();
+            let unread = unread.as_str();
             async move {
                 let read = match sdk {
-                    Ok(sdk) => expiry::of(&sdk, &theirs, within)
-                        .await
-                        .map_err(|e| (e, "ARC could not be read")),
+                    Ok(sdk) => (expiring.read)(&sdk, &theirs, within).await.map_err(|e| (e, unread)),
                     Err(e) => Err((e, "its role could not be assumed")),
                 };
                 (account, theirs, read)
@@ -205,7 +217,7 @@ pub(super) async fn shift_expiries(
             Err((e, what)) => {
                 problems.push(cannot_read(Some(&account), &e));
                 let why = format!("{what}: {}", crate::model::text::clean(&describe(&e)));
-                expiries.extend(theirs.iter().map(|r| expiry::not_checked(r, &why)));
+                expiries.extend(theirs.iter().map(|r| (expiring.not_checked)(r, &why)));
             }
         }
     }

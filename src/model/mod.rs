@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 pub mod action;
 pub mod arn;
 pub mod check;
+pub mod expiry;
 mod failure;
 mod finding;
 pub mod headroom;
@@ -19,6 +20,7 @@ pub mod stats;
 pub mod text;
 pub mod topology;
 
+pub use expiry::Expiry;
 pub use failure::{Failure, RecordFate, Stage};
 pub use finding::{Finding, Headroom};
 pub use record::{is_account_id, Audit, Record, State};

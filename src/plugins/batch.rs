@@ -48,6 +48,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     flags: None,
     describe: crate::model::action::words::<crate::model::action::NoAction>,
     cluster: super::no_cluster,
+    expiring: None,
 };
 
 /// `DescribeComputeEnvironments` pages and reads at most 100 environments.
@@ -261,7 +262,7 @@ impl SubnetService for Batch {
                 .tasks(&detail.ecs_cluster)
                 .await?
                 .iter()
-                .filter(|t| place.holds_task(t))
+                .filter(|t| super::tasks::holds_task(place, t))
                 .filter_map(|t| t.task_arn().map(str::to_owned))
                 .collect();
             let fargate = detail.compute_type.starts_with("FARGATE");

@@ -46,6 +46,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     flags: Some(&flags::FLAGS),
     describe: crate::model::action::words::<crate::model::action::NoAction>,
     cluster: cluster_named,
+    expiring: None,
 };
 
 /// `DescribeServices` takes at most 10 services per call on AWS (the emulator accepts more).
@@ -292,7 +293,7 @@ impl SubnetService for Ecs {
                     };
                     let in_zone: Vec<String> = tasks
                         .iter()
-                        .filter(|t| place.holds_task(t))
+                        .filter(|t| super::tasks::holds_task(place, t))
                         .filter_map(|t| t.task_arn().map(str::to_owned))
                         .collect();
                     let presence = Presence {

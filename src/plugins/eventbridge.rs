@@ -42,6 +42,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     flags: None,
     describe: crate::model::action::words::<crate::model::action::NoAction>,
     cluster: super::no_cluster,
+    expiring: None,
 };
 
 /// `ListEventBuses`, `ListRules` and `ListTargetsByRule` page at most 100.

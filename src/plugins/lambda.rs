@@ -44,6 +44,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     flags: None,
     describe: crate::model::action::words::<crate::model::action::NoAction>,
     cluster: super::no_cluster,
+    expiring: None,
 };
 
 /// `ListFunctions` pages at most 50 functions.

@@ -43,6 +43,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     flags: None,
     describe: crate::model::action::words::<crate::model::action::NoAction>,
     cluster: super::no_cluster,
+    expiring: None,
 };
 
 /// `ListSchedules` and `ListScheduleGroups` page at most 100.

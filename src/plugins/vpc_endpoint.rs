@@ -47,6 +47,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     flags: None,
     describe: crate::model::action::words::<Action>,
     cluster: super::no_cluster,
+    expiring: None,
 };
 
 /// `DescribeVpcEndpoints` pages at most 1,000 endpoints.

@@ -8,8 +8,7 @@ use serde::Serialize;
 
 use crate::model::plan::{Plan, Status};
 use crate::model::Output;
-use crate::model::{Finding, Record};
-use crate::plugins::zonal_shift::expiry::ShiftExpiry;
+use crate::model::{Expiry, Finding, Record};
 
 mod checks;
 mod exposure;
@@ -60,8 +59,10 @@ struct Document<'a> {
 #[derive(Serialize, schemars::JsonSchema)]
 struct StatusDocument<'a> {
     records: &'a [Record],
-    /// The zonal shifts azevac's records name, with when each ends.
-    zonal_shifts: &'a [ShiftExpiry],
+    /// The changes azevac's records name that end by themselves, with when each ends. Its JSON
+    /// name is the one it had when zonal shifts were the only such changes.
+    #[serde(rename = "zonal_shifts")]
+    expiries: &'a [Expiry],
     locks: Vec<LiveLock<'a>>,
     /// The `azevac watch` of this region, as its lease item says (none: no watcher has run).
     watcher: Option<WatcherState<'a>>,

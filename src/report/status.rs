@@ -1,13 +1,13 @@
-//! `azevac status` for people: the journal's records one row each, the zonal shifts azevac started
-//! with when each ends, and what could not be read.
+//! `azevac status` for people: the journal's records one row each, the changes azevac made that end
+//! by themselves (zonal shifts) with when each ends, and what could not be read.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::layout::{headline, wrap, Fitted, Notes};
 use super::{LiveLock, StatusDocument, View, WatcherState};
 use crate::journal::Lock;
+use crate::model::Expiry;
 use crate::model::{Output, Record};
-use crate::plugins::zonal_shift::expiry::ShiftExpiry;
 
 /// The status table's columns: every one with `-o wide`; else AZ only when the records span more
 /// than one zone (the count under the table names the one), and who wrote them under the table.
@@ -43,7 +43,7 @@ fn status_header(accounts: bool, wide: bool, zones: bool) -> Vec<&'static str> {
 pub fn print_status(
     records: &[Record],
     accounts: &[String],
-    shifts: &[ShiftExpiry],
+    expiries: &[Expiry],
     locks: &[Lock],
     watcher: Option<&crate::journal::Watcher>,
     problems: &[String],
@@ -64,7 +64,7 @@ pub fn print_status(
             .collect();
         let document = StatusDocument {
             records,
-            zonal_shifts: shifts,
+            expiries,
             locks: live,
             watcher,
             problems,
@@ -77,19 +77,13 @@ pub fn print_status(
         ..View::of(output)
     };
     print!("{}", per_account(records, accounts));
-    print!("{}", render_status(records, shifts, locks, problems, &view));
+    print!("{}", render_status(records, expiries, locks, problems, &view));
     if let Some(watcher) = watcher {
         print!("{}", watcher.line());
     }
 }
 
-fn render_status(
-    records: &[Record],
-    shifts: &[ShiftExpiry],
-    locks: &[Lock],
-    problems: &[String],
-    view: &View,
-) -> String {
+fn render_status(records: &[Record], expiries: &[Expiry], locks: &[Lock], problems: &[String], view: &View) -> String {
     let mut out = String::new();
     let mut notes = Notes::default();
     let accounts = records.iter().any(|r| r.account_id.is_some());
@@ -162,7 +156,7 @@ fn render_status(
         out.push_str(&super::clean(&format!("{} journal records{zone}", records.len())));
         out.push('\n');
     }
-    out.push_str(&shift_expiries(shifts, view));
+    out.push_str(&expiries_of(expiries, view));
     for problem in problems {
         out.push_str(&wrap("problem: ", problem, view.width));
     }
@@ -247,29 +241,43 @@ fn who(caller: &str) -> String {
     }
 }
 
-/// The zonal shifts azevac's records name: when each ends, and a warning for each that ends soon
-/// or is already over.
-fn shift_expiries(shifts: &[ShiftExpiry], view: &View) -> String {
-    if shifts.is_empty() {
-        return String::new();
-    }
-    let mut table = Fitted::new(["ZONAL SHIFT", "NAME", "AWAY FROM", "STANDING", "ENDS"], view.width);
-    for s in shifts {
-        let standing = serde_json::to_value(s.standing)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        table.row([
-            s.zonal_shift_id.clone().unwrap_or_else(|| "-".into()),
-            s.name.clone(),
-            s.az_id.clone(),
-            standing.replace('_', " "),
-            s.expires_at.clone().unwrap_or_else(|| "-".into()),
-        ]);
-    }
-    let mut out = format!("\n{}", table.render());
-    for warning in shifts.iter().filter_map(|s| s.warning.as_deref()) {
-        out.push_str(&wrap("warning: ", warning, view.width));
+/// The changes azevac's records name that end by themselves, a table per kind (its column named
+/// for what it calls one, `ZONAL SHIFT`): when each ends, and a warning for each that ends soon or
+/// is already over.
+fn expiries_of(expiries: &[Expiry], view: &View) -> String {
+    let mut out = String::new();
+    for (kind, expiring) in crate::plugins::expiring::kinds() {
+        let theirs: Vec<&Expiry> = expiries.iter().filter(|e| e.kind == kind).collect();
+        if theirs.is_empty() {
+            continue;
+        }
+        let mut table = Fitted::new(
+            [
+                expiring.noun.to_uppercase().as_str(),
+                "NAME",
+                "AWAY FROM",
+                "STANDING",
+                "ENDS",
+            ],
+            view.width,
+        );
+        for e in &theirs {
+            let standing = serde_json::to_value(e.standing)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            table.row([
+                e.id.clone().unwrap_or_else(|| "-".into()),
+                e.name.clone(),
+                e.az_id.clone(),
+                standing.replace('_', " "),
+                e.expires_at.clone().unwrap_or_else(|| "-".into()),
+            ]);
+        }
+        out.push_str(&format!("\n{}", table.render()));
+        for warning in theirs.iter().filter_map(|e| e.warning.as_deref()) {
+            out.push_str(&wrap("warning: ", warning, view.width));
+        }
     }
     out
 }

@@ -27,6 +27,7 @@ mod headroom;
 mod health;
 mod interleave;
 mod karpenter;
+mod kinds;
 mod lease;
 mod least_privilege;
 mod limits;

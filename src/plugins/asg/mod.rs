@@ -55,6 +55,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     flags: Some(&flags::FLAGS),
     describe: crate::model::action::words::<Action>,
     cluster: super::no_cluster,
+    expiring: None,
 };
 
 /// Auto Scaling pages (and accepts names) 100 at a time.

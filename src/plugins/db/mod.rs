@@ -59,6 +59,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     flags: Some(&flags::FLAGS),
     describe: crate::model::action::words::<Action>,
     cluster: super::no_cluster,
+    expiring: None,
 };
 /// Why a single-AZ instance in the zone is listed and left alone.
 pub const NOT_MOVABLE: &str =

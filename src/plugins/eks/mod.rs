@@ -48,6 +48,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     flags: Some(&super::kube::flags::FLAGS),
     describe: crate::model::action::words::<Action>,
     cluster: |resource| Some(decide::cluster_of(resource)).filter(|c| !c.is_empty()),
+    expiring: None,
 };
 /// The taint azevac adds (value: the AZ ID).
 pub const TAINT_KEY: &str = "azevac.io/evacuated";

@@ -50,6 +50,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     describe: crate::model::action::words::<Action>,
     // `CLUSTER/nodepool/NAME`, `CLUSTER/node/NAME`.
     cluster: |resource| resource.rsplitn(3, '/').nth(2),
+    expiring: None,
 };
 /// The node annotation that keeps Karpenter from disrupting a node (drift, consolidation).
 pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";

@@ -58,6 +58,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     flags: None,
     describe: crate::model::action::words::<actions::Action>,
     cluster: super::no_cluster,
+    expiring: None,
 };
 /// What routing through another zone costs, shown with every evacuation line.
 const CROSS_ZONE_NOTE: &str = "egress now crosses zones to the replacement NAT gateway: cross-zone data transfer \

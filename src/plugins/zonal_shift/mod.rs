@@ -5,9 +5,9 @@
 //! it around the subnet changes.
 //!
 //! The kind's story, one job a file: [`actions`] (what is journalled), [`decide`] (the pure
-//! decisions), [`client`] (the ARC calls), [`expiry`] (when azevac's shifts end, for `status`
-//! and `doctor`), and here the plugin, `azevac shift list`'s listing and
-//! `--expires-in`. What other kinds need to know about shifts (the cross-zone guard waits for
+//! decisions), [`client`] (the ARC calls), [`expiry`] (when azevac's shifts end: what the kind
+//! declares in its registration as expiring, which `status`, `doctor`, `--notify` and the watcher
+//! read), and here the plugin, `azevac shift list`'s listing and `--expires-in`. What other kinds need to know about shifts (the cross-zone guard waits for
 //! them) is in [`crate::plugins::shifted`], which this kind shares.
 
 pub mod actions;
@@ -55,6 +55,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     flags: Some(&flags::FLAGS),
     describe: crate::model::action::words::<actions::Action>,
     cluster: super::no_cluster,
+    expiring: Some(&expiry::EXPIRING),
 };
 /// `--expires-in` when not given: long enough to ride out most zonal incidents, short enough that
 /// a forgotten shift ends by itself.
