@@ -161,7 +161,7 @@ def unknown_condition_keys(name, policy):
 
 def kinds_and_actions():
     """Each kind of the registry's table (docs/src/reference/kinds.md, generated and checked by
-    tests/it/docs.rs) with its IAM actions; kinds without any (Kubernetes) are left out."""
+    tests/it/docs/manual.rs) with its IAM actions; kinds without any (Kubernetes) are left out."""
     text = KINDS.read_text()
     names = re.findall(r"^\| \[([a-z-]+)\]\(#", text, re.MULTILINE)
     kinds = {}

@@ -37,7 +37,7 @@ PR_SET_PDEATHSIG = 1
 
 # One cheap call of each service the tests and the demo call; a service left out here still works, its
 # first call in each server only costs what it costs on a server started from nothing. The table is state
-# that the reset must remove: tests/it/emulator.rs checks that no forked server has it.
+# that the reset must remove: tests/it/docs/emulator.rs checks that no forked server has it.
 WARM_UP = [
     ("ec2", "describe_subnets", {}),
     ("autoscaling", "describe_auto_scaling_groups", {}),

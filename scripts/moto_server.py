@@ -5,7 +5,7 @@ the tables; an item already in DynamoDB's wire format is answered as it is, not 
 each condition of a transaction is parsed once, not twice. The fourth is to the dispatcher: the service a host
 name goes to is found once, not for every request. The fifth is to the server: it logs no line per request.
 Only the first changes what moto answers (it is closer to DynamoDB); the other four are for speed alone, and
-tests/it/emulator.rs checks that they change no answer.
+tests/it/docs/emulator.rs checks that they change no answer.
 
 moto 5.2.5's `transact_write_items` deep-copies a whole table once per *item* of the transaction (its
 rollback backup; moto/dynamodb/models/__init__.py), so a transaction of n items on a table of m items costs
@@ -33,7 +33,7 @@ whose members are only S, N, SS, NS, L, M, BOOL and NULL, with strings and boole
 out of the walk exactly as it went in; the fix answers those as they are. Anything else (a binary value,
 a number not kept as a string, a key the shape lacks, a map entry with an empty name, None) still takes
 moto's own walk.
-tests/it/emulator.rs checks that moto answers the same items with and without the fixes.
+tests/it/docs/emulator.rs checks that moto answers the same items with and without the fixes.
 
 The third, fourth and fifth are `_TransactionItemBackup.conditions_parsed_once`, `_remembered` and
 `_no_request_line`.

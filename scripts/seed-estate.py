@@ -2,7 +2,7 @@
 emulator's own venv: `scripts/demo` uses it so that a first run builds nothing but azevac itself.
 
 It creates exactly what tests/it/common/estate.rs (the integration tests' seeder) creates from the same
-spec; tests/it/demo_seed.rs seeds one emulator with each and compares the two estates.
+spec; tests/it/docs/demo_seed.rs seeds one emulator with each and compares the two estates.
 
 Usage: .venv-moto/bin/python scripts/seed-estate.py [fixtures/sample-estate.json]
 """

@@ -4,6 +4,7 @@ use clap::Args;
 
 use super::shared::duration_within;
 use super::*;
+use crate::model::Request;
 
 /// `azevac watch`.
 #[derive(Debug, Args)]
@@ -59,49 +60,28 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// The evacuation of `az_id` the watcher runs, for `reason`.
-    pub fn evacuate(&self, az_id: &str, reason: String) -> Evacuate {
-        Evacuate {
-            az_id: az_id.to_owned(),
-            types: Types {
-                types: self.types.clone(),
-            },
-            accounts: self.accounts.clone(),
-            confirm: self.confirm(),
-            tags: Vec::new(),
-            name_prefix: None,
-            wait: self.wait.clone(),
-            notify: self.notify.clone(),
-            kube: self.kube.clone(),
-            reason: Some(reason),
-            force: false,
+    /// The request of every evacuation the watcher runs: the zone and the reason are each run's own.
+    pub fn evacuation(&self) -> Request {
+        Request {
+            types: self.types.clone(),
+            kube_contexts: self.kube.contexts.clone(),
+            wait_timeout_seconds: Some(self.wait.wait_timeout.as_secs()),
+            fleet: self.accounts.fleet(),
             options: self.evacuate_options.clone(),
+            ..Request::default()
         }
     }
 
-    /// The recovery of `az_id` the watcher runs: in waves when it was given `--waves`.
-    pub fn recover(&self, az_id: Option<&str>) -> Recover {
-        Recover {
-            az_id: az_id.map(str::to_owned),
-            types: Types {
-                types: self.types.clone(),
-            },
-            accounts: self.accounts.clone(),
-            confirm: self.confirm(),
-            forget_missing: false,
-            wait: self.wait.clone(),
-            notify: self.notify.clone(),
-            kube: self.kube.clone(),
-            waves: self.waves.clone(),
+    /// The request of every recovery the watcher runs: in waves when it was given `--waves`.
+    pub fn recovery(&self) -> Request {
+        Request {
+            types: self.types.clone(),
+            kube_contexts: self.kube.contexts.clone(),
+            wait_timeout_seconds: Some(self.wait.wait_timeout.as_secs()),
+            fleet: self.accounts.fleet(),
+            waves: self.waves.request(),
             options: self.recover_options.clone(),
-        }
-    }
-
-    fn confirm(&self) -> Confirm {
-        Confirm {
-            dry_run: self.dry_run,
-            yes: true,
-            show_skipped: false,
+            ..Request::default()
         }
     }
 }

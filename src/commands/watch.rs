@@ -38,9 +38,8 @@ fn orders(args: &cli::Watch) -> Orders {
     Orders {
         queue: args.queue.clone(),
         types: args.types.clone(),
-        // The zone and the reason are each run's own; the rest of the request is the flags'.
-        evacuation: args.evacuate("", String::new()).request(),
-        recovery: args.recover(None).request(),
+        evacuation: args.evacuation(),
+        recovery: args.recovery(),
         kubeconfig: args.kube.kubeconfig.clone(),
         wait: args.wait.wait,
         wait_timeout: args.wait.wait_timeout,

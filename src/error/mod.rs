@@ -3,6 +3,7 @@
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_smithy_runtime_api::http::Response as HttpResponse;
 
+pub mod grants;
 pub mod sdk;
 
 pub use sdk::SdkFailure;
@@ -148,7 +149,7 @@ pub enum Error {
     },
 
     /// The caller's credentials lack a permission azevac needs.
-    #[error("access denied for {operation}: {}", what_grants(operation))]
+    #[error("access denied for {operation}: {}", grants::what_grants(operation))]
     AccessDenied {
         /// The denied call.
         operation: &'static str,
@@ -387,18 +388,6 @@ fn is_throttling_code(code: &str) -> bool {
 fn mentions_credentials(chain: &str) -> bool {
     let chain = chain.to_ascii_lowercase();
     chain.contains("credentials") || chain.contains("identity")
-}
-
-/// Which policy grants a denied action: the journal's administration is `init`'s alone (the admin
-/// policy), so that no operator can turn the journal's protection off; everything else is the
-/// operator's.
-fn what_grants(operation: &str) -> &'static str {
-    if crate::plugins::ADMIN_IAM_ACTIONS.contains(&operation) {
-        "creating and protecting the journal table is `azevac init`'s: run it once with the admin \
-         policy (fixtures/iam-admin-policy.json), or pass --table with an existing journal"
-    } else {
-        "grant it to the caller (fixtures/iam-policy.json lists what azevac needs)"
-    }
 }
 
 #[cfg(test)]

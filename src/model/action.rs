@@ -1,7 +1,7 @@
 //! Typed journal actions: what a kind did to a resource besides its subnets (a taint, a cordon, a
 //! route's original target, a zonal shift's ID), stored in the record's `actions` as the kind's own
 //! serde type, one JSON document per action, and read back with one accessor,
-//! [`Record::actions_as`]. No kind encodes or parses a string format by hand any more.
+//! [`Record::actions_as`](crate::model::Record::actions_as). No kind encodes or parses a string format by hand any more.
 //!
 //! Records written before this format (journal format 1) hold each kind's hand-made strings
 //! (`taint:KEY=VALUE:EFFECT`, `cordon`, `original:DEST=TARGET`...). They stay readable for good:
@@ -13,8 +13,6 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::model::Record;
-use crate::{Error, Result};
 
 /// The journal format this version writes, and the newest it reads. 1: actions as hand-made
 /// strings (no `format` attribute); 2: actions as JSON documents of each kind's action type.
@@ -61,11 +59,6 @@ pub fn describe<A: Action>(actions: &[A]) -> Vec<String> {
     actions.iter().map(Action::describe).collect()
 }
 
-/// A record's actions in the operator's words, read as the kind's own type `A` (for `status`).
-pub fn words<A: Action>(record: &Record) -> Result<Vec<String>> {
-    Ok(describe(&record.actions_as::<A>()?))
-}
-
 /// One stored action, read as `A`: a JSON document of `A`, or one of its old strings. A JSON
 /// document that is not an `A` (written by a newer azevac, or damaged) is refused: `Err` says why.
 pub fn decode<A: Action>(text: &str) -> std::result::Result<A, String> {
@@ -82,26 +75,6 @@ pub fn decode<A: Action>(text: &str) -> std::result::Result<A, String> {
                 crate::model::text::clean(text)
             )
         }),
-    }
-}
-
-impl Record {
-    /// The record's actions as the kind's own type, in order, each once (a record widened by both
-    /// formats may hold one action in both). An action that does not parse fails the line that
-    /// reads it: nothing is changed on a guess.
-    pub fn actions_as<A: Action>(&self) -> Result<Vec<A>> {
-        let mut actions: Vec<A> = Vec::with_capacity(self.actions.len());
-        for text in &self.actions {
-            let action = decode::<A>(text).map_err(|why| Error::BadRecord {
-                az_id: self.az_id.clone(),
-                resource: self.resource.clone(),
-                why: format!("{why}; upgrade azevac, or put it back by hand and delete the record"),
-            })?;
-            if !actions.contains(&action) {
-                actions.push(action);
-            }
-        }
-        Ok(actions)
     }
 }
 

@@ -3,7 +3,9 @@
 
 use serde::Serialize;
 
+use super::action::{self, Action};
 use super::Identity;
+use crate::{Error, Result};
 
 /// Where a journalled change stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -96,4 +98,30 @@ pub struct Audit {
     pub reason: Option<String>,
     /// The account the records are about, on runs across accounts (`None`: the caller's own).
     pub account_id: Option<String>,
+}
+
+impl Record {
+    /// The record's actions in the operator's words, read as the kind's own type `A` (for `status`;
+    /// a kind's [`Registration::describe`](crate::plugins::Registration::describe)).
+    pub fn words_as<A: Action>(&self) -> Result<Vec<String>> {
+        Ok(action::describe(&self.actions_as::<A>()?))
+    }
+
+    /// The record's actions as the kind's own type, in order, each once (a record widened by both
+    /// formats may hold one action in both). An action that does not parse fails the line that
+    /// reads it: nothing is changed on a guess.
+    pub fn actions_as<A: Action>(&self) -> Result<Vec<A>> {
+        let mut actions: Vec<A> = Vec::with_capacity(self.actions.len());
+        for text in &self.actions {
+            let action = action::decode::<A>(text).map_err(|why| Error::BadRecord {
+                az_id: self.az_id.clone(),
+                resource: self.resource.clone(),
+                why: format!("{why}; upgrade azevac, or put it back by hand and delete the record"),
+            })?;
+            if !actions.contains(&action) {
+                actions.push(action);
+            }
+        }
+        Ok(actions)
+    }
 }

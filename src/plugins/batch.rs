@@ -46,7 +46,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     ],
     build: plugin,
     flags: None,
-    describe: crate::model::action::words::<crate::model::action::NoAction>,
+    describe: crate::model::Record::words_as::<crate::model::action::NoAction>,
     cluster: super::no_cluster,
     expiring: None,
 };

@@ -44,7 +44,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     ],
     build: plugin,
     flags: Some(&flags::FLAGS),
-    describe: crate::model::action::words::<crate::model::action::NoAction>,
+    describe: crate::model::Record::words_as::<crate::model::action::NoAction>,
     cluster: cluster_named,
     expiring: None,
 };

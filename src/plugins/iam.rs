@@ -47,3 +47,7 @@ pub const OPERATOR_IAM_ACTIONS: &[&str] = &[
     "arc-zonal-shift:ListAutoshifts",
     "arc-zonal-shift:GetAutoshiftObserverNotificationStatus",
 ];
+
+/// The IAM actions of the journal's administration, `azevac init`'s alone: kept with the error type,
+/// which tells the operator which policy grants a denied action ([`crate::error::grants`]).
+pub use crate::error::grants::ADMIN_IAM_ACTIONS;

@@ -28,7 +28,7 @@ pub mod subnet_service;
 pub mod tasks;
 
 pub use flags::{asked_for, flags, to_options, wait_within, CommandFlags, Flags, Options, LONGEST_WAIT_SECONDS};
-pub use iam::{CORE_IAM_ACTIONS, CORE_SERVICES, OPERATOR_IAM_ACTIONS};
+pub use iam::{ADMIN_IAM_ACTIONS, CORE_IAM_ACTIONS, CORE_SERVICES, OPERATOR_IAM_ACTIONS};
 pub use plugin::{Acted, Plugin, Refreshing, Scope, Stage};
 pub use registry::{
     kubernetes_types, no_cluster, paced_rates, select, services, types, Constructor, Registration, Setup, REGISTRY,
@@ -53,13 +53,3 @@ pub mod tags;
 pub mod vpc_endpoint;
 pub mod wait;
 pub mod zonal_shift;
-
-/// The IAM actions of the journal's administration, `azevac init`'s alone (fixtures/iam-admin-policy.json):
-/// creating the table and turning its deletion protection and point-in-time recovery on. An operator
-/// who could call them could also turn both off.
-pub const ADMIN_IAM_ACTIONS: &[&str] = &[
-    "dynamodb:CreateTable",
-    "dynamodb:UpdateTable",
-    "dynamodb:UpdateContinuousBackups",
-    "arc-zonal-shift:UpdateAutoshiftObserverNotificationStatus",
-];

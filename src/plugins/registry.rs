@@ -32,7 +32,7 @@ pub struct Registration {
     /// The kind's own flags (`--pace`, `--failback`), if it has any.
     pub flags: Option<&'static Flags>,
     /// A record's actions in the operator's words, read as the kind's own action type
-    /// ([`crate::model::action::words`]); an action that does not parse is an error, never shown as a guess.
+    /// ([`crate::model::Record::words_as`]); an action that does not parse is an error, never shown as a guess.
     pub describe: fn(&Record) -> Result<Vec<String>>,
     /// What else a resource (by its journal key) belongs to that one bad change could take down
     /// with it, an EKS or ECS cluster: a recovery in waves spreads over them.

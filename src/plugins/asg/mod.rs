@@ -53,7 +53,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     ],
     build: plugin,
     flags: Some(&flags::FLAGS),
-    describe: crate::model::action::words::<Action>,
+    describe: crate::model::Record::words_as::<Action>,
     cluster: super::no_cluster,
     expiring: None,
 };

@@ -46,7 +46,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     iam_actions: &[],
     build: plugin,
     flags: Some(&super::kube::flags::FLAGS),
-    describe: crate::model::action::words::<Action>,
+    describe: crate::model::Record::words_as::<Action>,
     cluster: |resource| Some(decide::cluster_of(resource)).filter(|c| !c.is_empty()),
     expiring: None,
 };

@@ -47,7 +47,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     iam_actions: &[],
     build: plugin,
     flags: Some(&super::kube::flags::FLAGS),
-    describe: crate::model::action::words::<Action>,
+    describe: crate::model::Record::words_as::<Action>,
     // `CLUSTER/nodepool/NAME`, `CLUSTER/node/NAME`.
     cluster: |resource| resource.rsplitn(3, '/').nth(2),
     expiring: None,

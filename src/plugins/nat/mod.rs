@@ -56,7 +56,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     ],
     build: plugin,
     flags: None,
-    describe: crate::model::action::words::<actions::Action>,
+    describe: crate::model::Record::words_as::<actions::Action>,
     cluster: super::no_cluster,
     expiring: None,
 };

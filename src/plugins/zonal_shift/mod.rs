@@ -53,7 +53,7 @@ pub const REGISTRATION: super::Registration = super::Registration {
     ],
     build: plugin,
     flags: Some(&flags::FLAGS),
-    describe: crate::model::action::words::<actions::Action>,
+    describe: crate::model::Record::words_as::<actions::Action>,
     cluster: super::no_cluster,
     expiring: Some(&expiry::EXPIRING),
 };

@@ -1,5 +1,5 @@
 //! Where the kill-point sweeps kill azevac (the conformance suite's and the mixed-kind sweeps of
-//! tests/it/reliability.rs): at every journal write and every change a run makes, named by label
+//! tests/it/protocol/reliability.rs): at every journal write and every change a run makes, named by label
 //! and count so that calls made side by side are found whatever order they arrive in, and at a
 //! sample of its reads, each of which only ends the run earlier.
 

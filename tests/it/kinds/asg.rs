@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{keep, out_of_the_zone, placement, seed_subnet_kind, Fixture};
 use crate::common::{self, estate::AsgSpec};
-use crate::conformance::{State, World};
+use crate::protocol::conformance::{State, World};
 
 /// The fixture.
 pub struct Asg;

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::{keep, out_of_the_zone, placement, seed_subnet_kind, Fixture};
 use crate::common::estate::BatchSpec;
-use crate::conformance::{State, World};
+use crate::protocol::conformance::{State, World};
 
 /// The fixture.
 pub struct Batch;

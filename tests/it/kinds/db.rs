@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::{Fixture, CHANGED, ZONE_NAMES};
 use crate::common;
-use crate::conformance::{Phase, State, World};
+use crate::protocol::conformance::{Phase, State, World};
 
 /// The fixture.
 pub struct Db;

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::{kube_state, Fixture, CHANGED, ZONES, ZONE_NAMES};
 use crate::common::kube::{fixture_items, Cluster};
 use crate::common::ZONE;
-use crate::conformance::{Phase, State, World};
+use crate::protocol::conformance::{Phase, State, World};
 
 /// The fixture.
 pub struct Eks;

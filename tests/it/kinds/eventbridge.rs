@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{keep, out_of_the_zone, placed_state, seed_subnet_kind, Fixture};
 use crate::common::events::{self, EventTargetSpec};
-use crate::conformance::{State, World};
+use crate::protocol::conformance::{State, World};
 
 /// The fixture.
 pub struct EventBridge;

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::{kube_state, Fixture, CHANGED, ZONE_NAMES};
 use crate::common::kube::{fixture, fixture_items, Cluster};
 use crate::common::ZONE;
-use crate::conformance::{State, World};
+use crate::protocol::conformance::{State, World};
 
 /// The fixture.
 pub struct Karpenter;

@@ -2,9 +2,11 @@
 //! ([`Fixture`]): how to seed a small estate of it (six resources an evacuation of use1-az2
 //! changes, `r0` to `r5`, and others it must leave alone), the flags that evacuate and recover
 //! it, a snapshot of its live state, a change an operator makes by hand and how its resource
-//! vanishes. The suite (tests/it/conformance.rs) finds a fixture through the registry's name
+//! vanishes. The suite (tests/it/protocol/conformance.rs) finds a fixture through the registry's name
 //! ([`fixture`]) and makes every kind's tests from the one list below. What several fixtures
 //! share (the subnet kinds' estate, the Kubernetes state) is here, owned by none of them.
+
+pub mod end_to_end;
 
 use std::collections::BTreeMap;
 
@@ -13,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::common::estate::{self, Spec, VpcSpec};
 use crate::common::{self, ZONE};
-use crate::conformance::{Phase, State, World};
+use crate::protocol::conformance::{Phase, State, World};
 
 /// The resources of each kind that an evacuation of use1-az2 changes: `r0` to `r5`.
 pub const CHANGED: usize = 6;

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::{zones, Fixture, ZONES};
 use crate::common::estate::{self, NatSpec, RouteTableSpec, Seeded, Spec, VpcSpec};
 use crate::common::ZONE;
-use crate::conformance::{State, World};
+use crate::protocol::conformance::{State, World};
 
 /// The fixture.
 pub struct Nat;

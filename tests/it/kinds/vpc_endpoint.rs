@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::{out_of_the_zone, seed_subnet_kind, Fixture};
 use crate::common::estate::EndpointSpec;
-use crate::conformance::{State, World};
+use crate::protocol::conformance::{State, World};
 
 /// The fixture.
 pub struct VpcEndpoint;

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::{Fixture, CHANGED, ZONES};
 use crate::common::ZONE;
-use crate::conformance::{State, World};
+use crate::protocol::conformance::{State, World};
 
 /// The fixture.
 pub struct ZonalShift;

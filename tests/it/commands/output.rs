@@ -2,7 +2,7 @@
 //! resource is one row, and the reason every record shares is written once; `-o wide` names every
 //! subnet by ID and Name tag; piped output is never cut. (That no line of README's walkthrough and
 //! the runbook, `doctor`, `exposure`, `status` and recover among them, is wider than 80 columns is
-//! checked where they run as written: tests/it/docs.rs.)
+//! checked where they run as written: tests/it/docs/manual.rs.)
 
 use crate::common;
 

@@ -12,7 +12,7 @@ use aws_sdk_cloudwatch::types::StateValue;
 use common::estate::{self, AsgSpec, Spec, VpcSpec};
 use common::proxy::{FailRule, Fault, Faults, Hold, Proxy};
 
-use crate::waves::{alarm, set};
+use crate::app::waves::{alarm, set};
 use common::{attr_list, attr_s, azevac_at, journal_items, live_groups, Moto, ZONE};
 
 /// The zone's name in moto's us-east-1.

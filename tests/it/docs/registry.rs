@@ -112,7 +112,7 @@ fn issue_32_readmes_lists_of_types_are_the_registry() {
 /// is rarely needed there, as the table of kinds is generated from the registry.
 #[test]
 fn issue_37_the_manuals_lists_of_types_are_the_registry() {
-    let pages = crate::docs::manual_pages();
+    let pages = crate::docs::manual::manual_pages();
     assert!(pages.len() >= 20, "the scan found too few pages: {pages:?}");
     let mut stale = Vec::new();
     for page in pages {

@@ -505,7 +505,7 @@ fn crash_between_intent_and_act(kind: Kind) {
             world.disarm();
             // The killed run's calls already sent still land, as at AWS, and the operator's recover
             // comes after them: azevac itself waits the dead run's longest call before taking its
-            // locks over (tests/it/interleave.rs proves that wait); the harness waits for the proxy
+            // locks over (tests/it/protocol/interleave.rs proves that wait); the harness waits for the proxy
             // to have answered them instead, which is what that wait stands for, in no time.
             assert!(
                 world.proxy.wait_quiet(HOLD_WAIT),
@@ -586,7 +586,7 @@ async fn sweep(kind: Kind, phase: Phase) -> Tally {
         world.disarm();
         // Calls the killed run had already sent still reach the service, as they would AWS's: the
         // operator's recover comes after them. (One that races them refuses the line it lost and asks
-        // for a re-run, which tests/it/interleave.rs proves; here it would only make recover #1's exit
+        // for a re-run, which tests/it/protocol/interleave.rs proves; here it would only make recover #1's exit
         // code depend on the machine's load.)
         assert!(
             world.proxy.wait_quiet(HOLD_WAIT),

@@ -14,8 +14,8 @@ use std::time::Duration;
 use common::proxy::{FailRule, Fault, Faults, Hold, Proxy};
 use common::{azevac_at, Run};
 
-use crate::watch::{eventually, first_look_done, said, terminate, watch_args_leased, watched_estate};
-use crate::waves::spawn_with;
+use crate::app::watch::{eventually, first_look_done, said, terminate, watch_args_leased, watched_estate};
+use crate::app::waves::spawn_with;
 
 /// `watch ARGS --health-file FILE`, with `env` on top; its stderr's lines.
 fn spawn_watcher(proxy: &Proxy, args: &[&str], file: &Path, env: &[(&str, Option<&str>)]) -> (Child, Receiver<String>) {

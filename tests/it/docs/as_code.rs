@@ -1,6 +1,6 @@
 //! What lives beside the code must not drift from it (issue 7): the CloudFormation and Terraform
 //! templates create exactly the journal table `azevac init` creates, and the completions, man page
-//! and version come from the code. (The IAM policy and the member role: tests/it/registry.rs.)
+//! and version come from the code. (The IAM policy and the member role: tests/it/docs/registry.rs.)
 
 use crate::common;
 

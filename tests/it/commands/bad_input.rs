@@ -15,13 +15,13 @@
 //! | endpoint unreachable                   | 2    | check --region / --endpoint-url               |
 //! | `--zonal-shift` against an emulator    | 2    | the endpoint does not serve ARC zonal shift   |
 //! | `--expires-in` outside ARC's range     | 2    | minutes or hours, 1m to 72h                   |
-//! | a table that is not a journal          | 2    | what differs (tests/it/as_code.rs)               |
-//! | a journal whose type index projects too little | 2 | what differs (tests/it/as_code.rs)       |
-//! | apply: a plan's role other than the command line's, with --yes | 2 | both roles; the flag to pass, or --accept-plan-role (tests/it/apply.rs) |
-//! | EC2 failing (500) while resolving zones | 1   | the call failed, not "check --region" (tests/it/hardening.rs) |
-//! | endpoint closes every connection       | 2    | cannot reach, after two attempts (tests/it/hardening.rs) |
-//! | no region anywhere                     | 2    | one line: pass --region (tests/it/hardening.rs)  |
-//! | every call slower than --operation-timeout | 1 | the call and "timeout" (tests/it/hardening.rs)   |
+//! | a table that is not a journal          | 2    | what differs (tests/it/docs/as_code.rs)               |
+//! | a journal whose type index projects too little | 2 | what differs (tests/it/docs/as_code.rs)       |
+//! | apply: a plan's role other than the command line's, with --yes | 2 | both roles; the flag to pass, or --accept-plan-role (tests/it/commands/apply.rs) |
+//! | EC2 failing (500) while resolving zones | 1   | the call failed, not "check --region" (tests/it/protocol/hardening.rs) |
+//! | endpoint closes every connection       | 2    | cannot reach, after two attempts (tests/it/protocol/hardening.rs) |
+//! | no region anywhere                     | 2    | one line: pass --region (tests/it/protocol/hardening.rs)  |
+//! | every call slower than --operation-timeout | 1 | the call and "timeout" (tests/it/protocol/hardening.rs)   |
 //! | empty estate                           | 0    | nothing to do                                 |
 //! | an AZ with nothing in it               | 0    | nothing to do                                 |
 

@@ -14,7 +14,7 @@ use common::estate::{self, Spec};
 use common::proxy::{FailRule, Fault, Faults, Hold, Proxy};
 use common::{azevac_at, journal_items, live_groups, table_items, ZONE};
 
-use crate::waves::{alarm, spawn, until};
+use crate::app::waves::{alarm, spawn, until};
 
 /// Three Auto Scaling groups in use1-az1 and use1-az2.
 fn estate() -> Spec {

@@ -1,7 +1,7 @@
 //! Issue 51: the watcher's deployments. Its command line in every template that runs it (the ECS task
 //! definition of fixtures/watcher-service.cfn.yaml and of fixtures/watcher-service.tf, and the systemd
 //! unit fixtures/azevac-watch.service) parses with azevac's own flags, as the manual's command lines do
-//! (tests/it/docs.rs), with every optional flag the template can add and with none; and what each sets
+//! (tests/it/docs/manual.rs), with every optional flag the template can add and with none; and what each sets
 //! around it (stop timeout against the interrupt's grace, health check, health file, the opt-out tag)
 //! agrees with the code. scripts/check-iam checks their IAM, cfn-lint and systemd-analyze the rest.
 

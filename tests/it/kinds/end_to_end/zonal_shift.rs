@@ -706,15 +706,15 @@ async fn issue_33_azevacs_shifts_are_extended_and_never_lapse_silently() {
     setup.run(&["status", "--fail-if-expiring", "10m"]).expect_code(0);
     setup.run(&["status", "--fail-if-expiring", "2d"]).expect_code(2);
     // A monitor's `status --notify` tells the channel of that shift, and of nothing when all is well.
-    let topic = crate::notify::topic_with_queue(&setup._moto, &setup.sdk, "oncall").await;
+    let topic = crate::app::notify::topic_with_queue(&setup._moto, &setup.sdk, "oncall").await;
     setup
         .run(&["status", "--fail-if-expiring", "10m", "--notify", &topic])
         .expect_code(0);
-    assert!(crate::notify::received(&setup._moto, "oncall").is_empty());
+    assert!(crate::app::notify::received(&setup._moto, "oncall").is_empty());
     setup
         .run(&["status", "--fail-if-expiring", "1h", "--notify", &topic])
         .expect_code(3);
-    let told = crate::notify::received(&setup._moto, "oncall");
+    let told = crate::app::notify::received(&setup._moto, "oncall");
     assert_eq!(told.len(), 1, "{told:?}");
     let (subject, chatbot) = &told[0];
     assert!(
@@ -922,15 +922,15 @@ async fn issue_33_an_alarm_after_the_traffic_wave_shifts_the_traffic_away_again(
     setup.shift_away();
     let before = ours_on(&setup, &setup.nlb);
     let alarms = common::sdk_at(&setup.proxy.endpoint).await;
-    crate::waves::alarm(&alarms, "checkout-5xx", StateValue::Ok).await;
+    crate::app::waves::alarm(&alarms, "checkout-5xx", StateValue::Ok).await;
     setup.proxy.set(Faults::default());
-    let (code, seen) = crate::waves::recover_until(
+    let (code, seen) = crate::app::waves::recover_until(
         &setup.proxy.endpoint,
         "1",
         "3s",
         "evacuate",
         "wave 2/2 (traffic) done",
-        crate::waves::Then::Alarm(&alarms),
+        crate::app::waves::Then::Alarm(&alarms),
     )
     .await;
     let stderr = seen.join("\n");
@@ -990,10 +990,10 @@ async fn issue_33_the_watcher_extends_azevacs_shifts_that_end_within_the_hour() 
     let (nlb, web) = (ours_on(&setup, &setup.nlb), ours_on(&setup, &setup.web));
     setup.proxy.arc.lock().expect("arc").set_expiry(&nlb.id, 30 * 60);
     let theirs = setup.proxy.arc.lock().expect("arc").shifts[0].clone();
-    let url = crate::watch::queue(&setup.sdk).await;
+    let url = crate::app::watch::queue(&setup.sdk).await;
     let args = ["watch", "--queue", &url, "--type", "asg", "--poll-wait", "1s"];
-    let (mut watcher, lines) = crate::waves::spawn(&setup.proxy.endpoint, &args);
-    let said = crate::waves::until(&lines, "extending them").join("\n");
+    let (mut watcher, lines) = crate::app::waves::spawn(&setup.proxy.endpoint, &args);
+    let said = crate::app::waves::until(&lines, "extending them").join("\n");
     assert!(
         said.contains("zonal shifts away from use1-az2 end within the hour"),
         "{said}"
@@ -1013,6 +1013,6 @@ async fn issue_33_the_watcher_extends_azevacs_shifts_that_end_within_the_hour() 
     assert!(ours_on(&setup, &setup.web).expires_at >= web.expires_at);
     let still = setup.proxy.arc.lock().expect("arc").shifts[0].clone();
     assert_eq!(still, theirs, "another party's shift is left alone");
-    crate::watch::terminate(&watcher);
+    crate::app::watch::terminate(&watcher);
     assert_eq!(watcher.wait().expect("wait").code(), Some(0));
 }
