@@ -18,7 +18,7 @@ pub struct Status {
     pub accounts: Accounts,
     /// Exit 3 when a zonal shift azevac started ends within DURATION (minutes or hours, e.g. 1h),
     /// or has already ended while its journal record says evacuated (for a monitor or a cron job).
-    #[arg(long, value_name = "DURATION", value_parser = crate::plugins::zonal_shift::expires_in_seconds)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::plugins::expiring::window_seconds)]
     pub fail_if_expiring: Option<i64>,
     /// Tell these SNS topics when one of azevac's zonal shifts ends within the hour (or
     /// --fail-if-expiring's DURATION), or has ended while its record says evacuated: for a cron job

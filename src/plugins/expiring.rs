@@ -22,6 +22,9 @@ pub struct Expiring {
     /// How close to its end (seconds) a change counts as expiring: warned of, and renewed by the
     /// watcher. `status --fail-if-expiring` gives another window.
     pub renew_within: i64,
+    /// How a window before the end is written on the command line (`status --fail-if-expiring`:
+    /// ARC's minutes or hours), in seconds; `Err` says what is allowed.
+    pub window: fn(&str) -> std::result::Result<i64, String>,
     /// When each of the kind's records among `records` ends, asked of its service with `sdk` (the
     /// account the records were journalled in); per record, why not when its actions cannot be
     /// read. A change ending within `warn_within` seconds carries a warning.
@@ -51,4 +54,18 @@ pub fn kinds() -> impl Iterator<Item = (&'static str, &'static Expiring)> {
 /// What `kind` declares, if its changes end by themselves.
 pub fn of(kind: &str) -> Option<&'static Expiring> {
     kinds().find(|(name, _)| *name == kind).map(|(_, e)| e)
+}
+
+/// `status --fail-if-expiring`: a window before the end, as the expiring kinds write it (each
+/// reads it its own way; the first that reads it wins, and the last one's words say what it
+/// allows).
+pub fn window_seconds(text: &str) -> std::result::Result<i64, String> {
+    let mut why = "no kind's changes end by themselves".to_owned();
+    for (_, expiring) in kinds() {
+        match (expiring.window)(text) {
+            Ok(seconds) => return Ok(seconds),
+            Err(e) => why = e,
+        }
+    }
+    Err(why)
 }

@@ -25,6 +25,7 @@ pub static EXPIRING: Expiring = Expiring {
     short: "shifts",
     source: "ARC",
     renew_within: RENEW_WITHIN,
+    window: super::expires_in_seconds,
     read,
     not_checked,
     check,
