@@ -13,7 +13,6 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-
 /// The journal format this version writes, and the newest it reads. 1: actions as hand-made
 /// strings (no `format` attribute); 2: actions as JSON documents of each kind's action type.
 pub const FORMAT: u64 = 2;
@@ -81,6 +80,7 @@ pub fn decode<A: Action>(text: &str) -> std::result::Result<A, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Record;
 
     #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
     #[serde(rename_all = "snake_case")]

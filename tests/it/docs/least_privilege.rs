@@ -287,7 +287,10 @@ async fn issue_36_each_kind_calls_only_the_actions_it_declares() {
         ("eks", "its changes go to Kubernetes, not AWS"),
         ("karpenter", "its changes go to Kubernetes, not AWS"),
         ("zonal-shift", "moto has no ARC: the proxy answers it"),
-        ("db", "not in the sample estate (tests/it/kinds/end_to_end/db.rs and db_cache.rs)"),
+        (
+            "db",
+            "not in the sample estate (tests/it/kinds/end_to_end/db.rs and db_cache.rs)",
+        ),
     ];
     let kinds: Vec<&str> = azevac::plugins::REGISTRY
         .iter()
