@@ -7,7 +7,7 @@ use aws_config::SdkConfig;
 use crate::journal::{Audit, Journal};
 use crate::model::Output;
 
-/// What every command works with: one SDK configuration, the journal, the output choices.
+/// What every run works with: one SDK configuration, the journal, the settings, the run's identity.
 pub struct Context {
     /// The shared SDK configuration.
     pub sdk: SdkConfig,
@@ -15,6 +15,26 @@ pub struct Context {
     pub region: String,
     /// The journal table.
     pub journal: Journal,
+    /// What the command line chose for every run: output, concurrency, leases, pacing.
+    pub settings: Settings,
+    /// This run's ID: in every record it writes, and the session name of every role it assumes.
+    pub run_id: String,
+    /// `--show-skipped`: list every skipped line of a plan.
+    pub show_skipped: bool,
+    /// What the plan's heading calls the command, when it is not evacuate or recover itself.
+    pub heading: Option<&'static str>,
+    /// Who the caller is (STS: ARN and account), asked once per run and only when needed.
+    pub(crate) caller: tokio::sync::OnceCell<(String, String)>,
+    /// What stops this run's changes: its own signal listener when `None`; a watcher's run is
+    /// stopped by the watcher's signals and by the loss of its lease.
+    pub interrupt: Option<crate::process::interrupt::Interrupt>,
+}
+
+/// How a context is set up, apart from its SDK configuration: the values the command line read.
+#[derive(Clone)]
+pub struct Settings {
+    /// The journal table's name.
+    pub table: String,
     /// Table or JSON: the command shows the outcome this way (the application layer only hands it on).
     pub output: Output,
     /// How many resources change at once.
@@ -32,39 +52,6 @@ pub struct Context {
     pub account_concurrency: usize,
     /// Requests per second per service, for the clients of each account a run reaches.
     pub pacing: crate::aws::pacing::Limits,
-    /// This run's ID: in every record it writes, and the session name of every role it assumes.
-    pub run_id: String,
-    /// `--show-skipped`: list every skipped line of a plan.
-    pub show_skipped: bool,
-    /// What the plan's heading calls the command, when it is not evacuate or recover itself.
-    pub heading: Option<&'static str>,
-    /// Who the caller is (STS: ARN and account), asked once per run and only when needed.
-    pub(crate) caller: tokio::sync::OnceCell<(String, String)>,
-    /// What stops this run's changes: its own signal listener when `None`; a watcher's run is
-    /// stopped by the watcher's signals and by the loss of its lease.
-    pub interrupt: Option<crate::process::interrupt::Interrupt>,
-}
-
-/// How a context is set up, apart from its SDK configuration: the values the command line read.
-pub struct Settings {
-    /// The journal table's name.
-    pub table: String,
-    /// Table or JSON.
-    pub output: Output,
-    /// How many resources change at once.
-    pub concurrency: usize,
-    /// `--stats`.
-    pub stats: bool,
-    /// Progress bars on a terminal.
-    pub progress: bool,
-    /// How long a resource's lock is held between renewals.
-    pub lease: std::time::Duration,
-    /// The longest one call may take.
-    pub operation_timeout: std::time::Duration,
-    /// How many accounts are planned and changed at once.
-    pub account_concurrency: usize,
-    /// Requests per second per service.
-    pub pacing: crate::aws::pacing::Limits,
 }
 
 impl Context {
@@ -73,14 +60,7 @@ impl Context {
         Context {
             region: crate::aws::region_of(&sdk),
             journal: Journal::new(&sdk, &settings.table),
-            output: settings.output,
-            concurrency: settings.concurrency,
-            stats: settings.stats,
-            progress: settings.progress,
-            lease: settings.lease,
-            operation_timeout: settings.operation_timeout,
-            account_concurrency: settings.account_concurrency,
-            pacing: settings.pacing,
+            settings,
             run_id: uuid::Uuid::now_v7().to_string(),
             show_skipped: false,
             heading: None,
@@ -136,12 +116,13 @@ impl Context {
             sdk,
             region: self.region.clone(),
             journal: self.journal.clone(),
-            pacing: self.pacing.clone(),
+            settings: self.settings.clone(),
             run_id: self.run_id.clone(),
+            show_skipped: self.show_skipped,
+            heading: self.heading,
             // Another SDK configuration may be another identity.
             caller: tokio::sync::OnceCell::new(),
             interrupt: self.interrupt.clone(),
-            ..*self
         }
     }
 

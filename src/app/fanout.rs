@@ -54,7 +54,15 @@ impl Context {
         super::validate(request)?;
         let (targets, mut problems) = self.targets(command, az_id, request).await?;
         let across = targets.iter().any(|t| t.account.is_some()) || !problems.is_empty();
-        let planned = plan_each(targets, self.account_concurrency, command, az_id, request, kubeconfig).await;
+        let planned = plan_each(
+            targets,
+            self.settings.account_concurrency,
+            command,
+            az_id,
+            request,
+            kubeconfig,
+        )
+        .await;
         let mut parts = Vec::new();
         let mut first_error = None;
         let unreached = problems.len();
@@ -270,12 +278,12 @@ impl Context {
     pub async fn assume_each(&self, fleet: &Fleet, accounts: Vec<String>) -> Vec<(String, Result<SdkConfig>)> {
         let region = crate::aws::region_of(&self.sdk);
         side_by_side(
-            self.account_concurrency,
+            self.settings.account_concurrency,
             accounts.into_iter().map(|account| {
                 let role = crate::app::accounts::role_arn(fleet, &account, &region);
                 let session = format!("azevac-{}", self.run_id);
                 // Each account's control plane has its own quotas: its own pacing buckets.
-                let http = crate::aws::pacing::default_http_client().map(|h| self.pacing.wrap(h));
+                let http = crate::aws::pacing::default_http_client().map(|h| self.settings.pacing.wrap(h));
                 async move {
                     let sdk =
                         crate::app::accounts::assume(&self.sdk, &role, &session, fleet.external_id.as_deref(), http)

@@ -226,12 +226,12 @@ impl Context {
         let (journal_ready, audit) = tokio::join!(journal_ready, self.audit(plan.request.reason.clone()));
         journal_ready?;
         let settings = Settings {
-            concurrency: self.concurrency,
-            progress: self.progress,
-            lease: self.lease,
+            concurrency: self.settings.concurrency,
+            progress: self.settings.progress,
+            lease: self.settings.lease,
             wait: run.wait,
-            paced: crate::plugins::paced_rates(&self.pacing),
-            in_flight: self.operation_timeout,
+            paced: crate::plugins::paced_rates(&self.settings.pacing),
+            in_flight: self.settings.operation_timeout,
             interrupt: self
                 .interrupt
                 .clone()
@@ -247,7 +247,7 @@ impl Context {
             match run.schedule {
                 Schedule::AtOnce => {
                     let (plan, phases) = prepared
-                        .carry_out(&self.journal, &audit, &settings, self.account_concurrency)
+                        .carry_out(&self.journal, &audit, &settings, self.settings.account_concurrency)
                         .await;
                     (plan, phases, None)
                 }
@@ -288,7 +288,7 @@ impl Context {
 
     /// With `--stats`: attach the counts and times to the plan and say them on stderr.
     fn attach_stats(&self, plan: &mut Plan, phases: &Phases) {
-        if self.stats {
+        if self.settings.stats {
             let stats = phases.stats();
             crate::say!("{}", stats.render().trim_end());
             plan.stats = Some(stats);

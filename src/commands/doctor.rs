@@ -56,7 +56,7 @@ pub async fn run(ctx: &Context, args: &cli::Doctor) -> Result<i32> {
         checks.extend(types(ctx, args, None).await);
         checks.extend(accounts(ctx, args).await);
     }
-    crate::report::print_checks(&checks, ctx.output);
+    crate::report::print_checks(&checks, ctx.settings.output);
     Ok(if check::any_failed(&checks) {
         EXIT_FAILED
     } else {
@@ -206,7 +206,7 @@ async fn watcher(ctx: &Context) -> Option<Check> {
     // (every third of a lease): a lease and half a minute without one is not an empty queue. A
     // watcher evacuating or recovering does not read its queue meanwhile.
     let lease = match watcher.lease {
-        0 => ctx.lease.as_secs(),
+        0 => ctx.settings.lease.as_secs(),
         seconds => seconds,
     };
     let silent = watcher

@@ -35,7 +35,7 @@ pub async fn run(ctx: &Context, args: &cli::Exposure) -> Result<i32> {
     } else {
         across_accounts(ctx, args, &fleet).await?
     };
-    report::print_exposure(&exposure, ctx.output);
+    report::print_exposure(&exposure, ctx.settings.output);
     let exposed = exposure.findings.iter().any(|f| f.movable());
     Ok(if args.fail_if_exposed && exposed {
         EXIT_EXPOSED
@@ -53,7 +53,7 @@ async fn across_accounts(ctx: &Context, args: &cli::Exposure, fleet: &Fleet) -> 
     let accounts = crate::app::accounts::resolve(&ctx.sdk, fleet).await?;
     let reached = ctx.assume_each(fleet, accounts).await;
     let read = super::fanout::side_by_side(
-        ctx.account_concurrency,
+        ctx.settings.account_concurrency,
         reached.into_iter().map(|(account, sdk)| async move {
             let exposure = match sdk {
                 Ok(sdk) => in_account(ctx, &sdk, args, Some(&account)).await,

@@ -13,7 +13,7 @@ pub async fn run(ctx: &Context, args: &crate::cli::Init) -> Result<i32> {
         turned_on.push("the autoshift observer notification");
     }
     let table = ctx.journal.table();
-    match (ctx.output, created) {
+    match (ctx.settings.output, created) {
         (crate::cli::Output::Json, _) => {
             println!(
                 "{}",

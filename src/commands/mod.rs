@@ -97,7 +97,7 @@ impl Context {
         let mut names = self
             .subnet_names(&self.sdk, by_account.remove(&None).unwrap_or_default().into_iter())
             .await;
-        if self.output == Output::Wide && !by_account.is_empty() {
+        if self.settings.output == Output::Wide && !by_account.is_empty() {
             let accounts = by_account.keys().flatten().map(|a| (*a).to_owned()).collect();
             for (account, sdk) in self.assume_each(&plan.request.fleet, accounts).await {
                 let ids = by_account.get(&Some(account.as_str())).cloned().unwrap_or_default();
@@ -114,7 +114,7 @@ impl Context {
             show_skipped: self.show_skipped,
             verb: self.heading,
             subnet_names: names,
-            ..crate::report::View::of(self.output)
+            ..crate::report::View::of(self.settings.output)
         }
     }
 
@@ -127,7 +127,7 @@ impl Context {
         ids: impl Iterator<Item = &'a String>,
     ) -> std::collections::BTreeMap<String, String> {
         let ids: std::collections::BTreeSet<String> = ids.cloned().collect();
-        if self.output != Output::Wide || ids.is_empty() {
+        if self.settings.output != Output::Wide || ids.is_empty() {
             return Default::default();
         }
         let ec2 = crate::client!(aws_sdk_ec2, sdk);
@@ -147,7 +147,7 @@ impl crate::app::Screen for Printer {
     fn alone<'a>(&'a self, ctx: &'a Context, plan: &'a Plan, dry_run: bool) -> LocalBoxFuture<'a, ()> {
         Box::pin(async move {
             let view = ctx.view(plan).await;
-            crate::report::print(plan, ctx.output, crate::report::Phase::Plan { dry_run }, &view);
+            crate::report::print(plan, ctx.settings.output, crate::report::Phase::Plan { dry_run }, &view);
         })
     }
 
@@ -155,8 +155,13 @@ impl crate::app::Screen for Printer {
         Box::pin(async move {
             // One view for the plan and the result: the same subnets, named once.
             let view = ctx.view(plan).await;
-            if ctx.output != Output::Json {
-                crate::report::print(plan, ctx.output, crate::report::Phase::Plan { dry_run: false }, &view);
+            if ctx.settings.output != Output::Json {
+                crate::report::print(
+                    plan,
+                    ctx.settings.output,
+                    crate::report::Phase::Plan { dry_run: false },
+                    &view,
+                );
             }
             *self.view.lock().unwrap_or_else(|e| e.into_inner()) = Some(view);
         })
@@ -191,7 +196,7 @@ impl crate::app::Screen for Printer {
                 Some(view) => view,
                 None => ctx.view(plan).await,
             };
-            crate::report::print(plan, ctx.output, crate::report::Phase::Result, &view);
+            crate::report::print(plan, ctx.settings.output, crate::report::Phase::Result, &view);
         })
     }
 }

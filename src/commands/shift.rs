@@ -77,6 +77,6 @@ async fn list(ctx: &Context, az_id: Option<&str>) -> Result<i32> {
             .resolve(az_id)?;
     }
     let shifts = crate::plugins::zonal_shift::listing(&ctx.sdk, &ctx.journal, az_id).await?;
-    crate::report::print_shifts(&shifts, ctx.output);
+    crate::report::print_shifts(&shifts, ctx.settings.output);
     Ok(EXIT_OK)
 }

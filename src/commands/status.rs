@@ -61,14 +61,14 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
         problems.extend(unreached);
         let (read, unread): (Vec<_>, Vec<_>) = read.into_iter().partition(Result::is_ok);
         // A table reports a record it cannot read below, with every kind's.
-        if ctx.output == crate::model::Output::Json {
+        if ctx.settings.output == crate::model::Output::Json {
             problems.extend(unread.into_iter().filter_map(Result::err).map(|e| e.to_string()));
         }
         expiries.extend(read.into_iter().flatten());
     }
     // What each record says was done, in the operator's words, as its kind reads it: a record
     // whose actions this version cannot read is a problem, never shown as a guess.
-    if ctx.output != crate::model::Output::Json {
+    if ctx.settings.output != crate::model::Output::Json {
         for record in &mut records {
             let describe = crate::plugins::REGISTRY
                 .iter()
@@ -85,7 +85,7 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
     let watcher = ctx.journal.watcher(&ctx.region).await?;
     // A table names the caller's own account by its ID too, as it names the others (JSON keeps
     // the records as stored).
-    if let (Some(own), false) = (&own, ctx.output == crate::model::Output::Json) {
+    if let (Some(own), false) = (&own, ctx.settings.output == crate::model::Output::Json) {
         for record in &mut records {
             record.account_id.get_or_insert_with(|| own.clone());
         }
@@ -106,7 +106,7 @@ pub async fn run(ctx: &Context, args: &cli::Status) -> Result<i32> {
         &locks,
         watcher.as_ref(),
         &problems,
-        ctx.output,
+        ctx.settings.output,
         names,
     );
     // --notify: the channel hears of the changes that end within the window, or ended; of nothing

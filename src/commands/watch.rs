@@ -11,7 +11,7 @@ use crate::{cli, Error, Result};
 
 /// Run `azevac watch` until SIGTERM or Ctrl-C; returns the exit code.
 pub async fn run(ctx: &Context, args: &cli::Watch) -> Result<i32> {
-    let bound = stall_bound(ctx.lease, ctx.operation_timeout, args.poll_wait);
+    let bound = stall_bound(ctx.settings.lease, ctx.settings.operation_timeout, args.poll_wait);
     let beacon =
         Arc::new(Beacon::start(args.health_file.clone(), &ctx.run_id, &ctx.region, bound).map_err(Error::BadInput)?);
     if let Some(watchdog) = crate::app::health::watchdog() {

@@ -144,7 +144,7 @@ pub async fn watch(ctx: &Context, orders: &Orders, beacon: &Arc<Beacon>, screen:
             heard_at: None,
             following: None,
             acting: None,
-            lease: ctx.lease.as_secs(),
+            lease: ctx.settings.lease.as_secs(),
         },
         ctx,
         orders,

@@ -41,7 +41,7 @@ impl Watch<'_> {
                 // The lease's deadline is counted from before the claim was sent: the item's
                 // expiry is written after, so this watcher's own clock never runs past it.
                 let asked = Instant::now();
-                match self.ctx.journal.claim_watch(&self.me, self.ctx.lease).await {
+                match self.ctx.journal.claim_watch(&self.me, self.ctx.settings.lease).await {
                     Ok(Claim::Held(held)) => {
                         let took_over = standing_by_for.take();
                         self.me.following = held.following.clone();
@@ -58,7 +58,7 @@ impl Watch<'_> {
                         self.leader = Some(Leadership::start(
                             &self.ctx.journal,
                             held,
-                            self.ctx.lease,
+                            self.ctx.settings.lease,
                             asked,
                             Arc::clone(&self.beacon) as Arc<dyn crate::journal::Pulse>,
                         ));
@@ -82,14 +82,14 @@ impl Watch<'_> {
                                 other.holder, other.caller
                             ),
                         );
-                        self.pause(self.ctx.lease / 3).await;
+                        self.pause(self.ctx.settings.lease / 3).await;
                         continue;
                     }
                     Err(e) => {
                         let why = format!("cannot claim the watcher's lease: {}", describe(&e));
                         crate::say!("azevac: warning: watch: {}", crate::model::text::clean(&why));
                         self.beacon.set(State::LeaseLost, &why);
-                        self.pause(self.ctx.lease / 3).await;
+                        self.pause(self.ctx.settings.lease / 3).await;
                         continue;
                     }
                 }

@@ -105,7 +105,7 @@ impl Context {
             started.extend(lines.iter().copied());
             let (part, order) = prepared.part(&lines);
             let (result, wave_phases) = part
-                .carry_out_part(audit, &wave_settings, self.account_concurrency)
+                .carry_out_part(audit, &wave_settings, self.settings.account_concurrency)
                 .await;
             if n == 0 {
                 phases = wave_phases;
@@ -334,7 +334,7 @@ impl Context {
                     &request,
                     gates.kubeconfig.clone(),
                     &accounts,
-                    self.account_concurrency,
+                    self.settings.account_concurrency,
                 )
                 .await;
             problems.extend(evacuation.plan.problems.iter().cloned());
@@ -346,7 +346,9 @@ impl Context {
                 })
                 .collect();
             let (part, _) = evacuation.part(&picked);
-            let (result, _) = part.carry_out_part(&audit, settings, self.account_concurrency).await;
+            let (result, _) = part
+                .carry_out_part(&audit, settings, self.settings.account_concurrency)
+                .await;
             let out: BTreeSet<(Option<&str>, &str, &str)> = result
                 .items
                 .iter()
