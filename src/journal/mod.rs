@@ -57,7 +57,7 @@ pub const LOCK_PARTITION: &str = "#lock";
 /// Lines journalled per batch: a lock and a record each, within DynamoDB's 100 items a transaction.
 pub const BATCH: usize = commit::TRANSACTION_ITEMS / 2;
 /// For tests only: lines per batch when fewer than [`BATCH`] are wanted, so that a small estate has
-/// several batches in flight (tests/it/conformance.rs kills runs at every call of a few resources
+/// several batches in flight (tests/it/protocol/conformance.rs kills runs at every call of a few resources
 /// in batches of 3). Read once; clamped to 1..=[`BATCH`]; unset or unreadable: [`BATCH`].
 pub const BATCH_ENV: &str = "AZEVAC_BATCH";
 
