@@ -2,7 +2,6 @@
 //! chosen types, journalled ahead of every change.
 
 use super::{Context, Printer};
-use crate::app::Order;
 use crate::cli;
 use crate::Result;
 
@@ -11,15 +10,14 @@ pub async fn run(ctx: &Context, args: &cli::Evacuate) -> Result<i32> {
     let outcome = ctx
         .evacuate(
             &Printer::new(args.confirm.yes),
-            Order {
-                az_id: Some(&args.az_id),
-                request: &args.request(),
-                kubeconfig: args.kube.kubeconfig.clone(),
-                wait: args.wait.wait,
-                wait_timeout: args.wait.wait_timeout,
-                notify: &args.notify.topics,
-                dry_run: args.confirm.dry_run,
-            },
+            super::order(
+                Some(&args.az_id),
+                &args.request(),
+                &args.kube,
+                &args.wait,
+                &args.notify,
+                &args.confirm,
+            ),
         )
         .await?;
     Ok(outcome.exit_code())

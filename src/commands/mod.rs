@@ -270,3 +270,24 @@ pub async fn run(cli: &cli::Cli) -> Result<i32> {
         cli::Command::Completions { .. } | cli::Command::Man | cli::Command::Health(_) => Ok(EXIT_OK),
     }
 }
+
+/// What `evacuate` and `recover` ask of the application layer: the zone, the request, and the flags
+/// both take (kube access, `--wait`, `--notify`, `--dry-run`).
+fn order<'a>(
+    az_id: Option<&'a str>,
+    request: &'a crate::model::Request,
+    kube: &cli::KubeAccess,
+    wait: &cli::Wait,
+    notify: &'a cli::Notify,
+    confirm: &cli::Confirm,
+) -> crate::app::Order<'a> {
+    crate::app::Order {
+        az_id,
+        request,
+        kubeconfig: kube.kubeconfig.clone(),
+        wait: wait.wait,
+        wait_timeout: wait.wait_timeout,
+        notify: &notify.topics,
+        dry_run: confirm.dry_run,
+    }
+}

@@ -3,7 +3,6 @@
 //! wave at a time behind alarms ([`crate::app::waves`]).
 
 use super::{Context, Printer};
-use crate::app::Order;
 use crate::cli;
 use crate::Result;
 
@@ -12,15 +11,14 @@ pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
     let outcome = ctx
         .recover(
             &Printer::new(args.confirm.yes),
-            Order {
-                az_id: args.az_id.as_deref(),
-                request: &args.request(),
-                kubeconfig: args.kube.kubeconfig.clone(),
-                wait: args.wait.wait,
-                wait_timeout: args.wait.wait_timeout,
-                notify: &args.notify.topics,
-                dry_run: args.confirm.dry_run,
-            },
+            super::order(
+                args.az_id.as_deref(),
+                &args.request(),
+                &args.kube,
+                &args.wait,
+                &args.notify,
+                &args.confirm,
+            ),
         )
         .await?;
     Ok(outcome.exit_code())
