@@ -291,3 +291,13 @@ fn order<'a>(
         dry_run: confirm.dry_run,
     }
 }
+
+/// `evacuate` and `recover`: carry `order` out as `command`, show it, and return the exit code.
+async fn carry_out(ctx: &Context, command: Command, order: crate::app::Order<'_>, yes: bool) -> Result<i32> {
+    let printer = Printer::new(yes);
+    let outcome = match command {
+        Command::Evacuate => ctx.evacuate(&printer, order).await?,
+        Command::Recover => ctx.recover(&printer, order).await?,
+    };
+    Ok(outcome.exit_code())
+}

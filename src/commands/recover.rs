@@ -2,24 +2,21 @@
 //! a union with the resource's current state, and only then delete the record; with `--waves`, a
 //! wave at a time behind alarms ([`crate::app::waves`]).
 
-use super::{Context, Printer};
+use super::Context;
 use crate::cli;
+use crate::model::Command;
 use crate::Result;
 
 /// Run `azevac recover`; returns the exit code.
 pub async fn run(ctx: &Context, args: &cli::Recover) -> Result<i32> {
-    let outcome = ctx
-        .recover(
-            &Printer::new(args.confirm.yes),
-            super::order(
-                args.az_id.as_deref(),
-                &args.request(),
-                &args.kube,
-                &args.wait,
-                &args.notify,
-                &args.confirm,
-            ),
-        )
-        .await?;
-    Ok(outcome.exit_code())
+    let request = args.request();
+    let order = super::order(
+        args.az_id.as_deref(),
+        &request,
+        &args.kube,
+        &args.wait,
+        &args.notify,
+        &args.confirm,
+    );
+    super::carry_out(ctx, Command::Recover, order, args.confirm.yes).await
 }
