@@ -315,7 +315,9 @@ fn ended_in(plan: &Plan, audit: &Audit, wall: Duration, form: Form) -> (String, 
         let why = item
             .failure
             .as_ref()
-            .map_or_else(|| "no reason given".to_owned(), ToString::to_string);
+            .map(ToString::to_string)
+            .or_else(|| item.reason.clone())
+            .unwrap_or_else(|| "no reason given".to_owned());
         let _ = writeln!(
             text,
             "failed: {} {}: {}",

@@ -265,8 +265,13 @@ impl Run<'_> {
         }
         let (done, why, zone) = {
             let item = &group[carrier].0;
-            // The carrier's failure, in the phrase table's words.
-            let why = item.failure.as_ref().map(ToString::to_string);
+            // The carrier's failure, in the phrase table's words; a carrier stopped before it acted
+            // (a signal, a lost lease) or left alone on its fresh read has only its reason.
+            let why = item
+                .failure
+                .as_ref()
+                .map(ToString::to_string)
+                .or_else(|| item.reason.clone());
             (item.status == Status::Done, why, item.az_id.clone())
         };
         for n in (0..group.len()).filter(|&n| n != carrier) {

@@ -57,7 +57,7 @@ impl Watch<'_> {
                 }
                 self.decide(
                     "shifts_extended",
-                    format!("{what} away from {zone} end within the hour: extending them"),
+                    format!("{what} away from {zone} end {}: extending them", within_words(within)),
                     vec![],
                 )
                 .await;
@@ -83,5 +83,27 @@ impl Watch<'_> {
                 }
             }
         }
+    }
+}
+
+/// A kind's renewal window in words: "within the hour" for zonal shifts' one hour.
+fn within_words(seconds: i64) -> String {
+    match seconds {
+        3600 => "within the hour".to_owned(),
+        s if s % 3600 == 0 => format!("within {}h", s / 3600),
+        s => format!("within {}m", (s + 59) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::within_words;
+
+    /// Zonal shifts' hour reads as it always did; other windows read in hours or minutes.
+    #[test]
+    fn a_window_reads_in_words() {
+        assert_eq!(within_words(3600), "within the hour");
+        assert_eq!(within_words(7200), "within 2h");
+        assert_eq!(within_words(90), "within 2m");
     }
 }
