@@ -52,7 +52,7 @@ pub async fn run(ctx: &Context, args: &cli::Exposure) -> Result<i32> {
 async fn across_accounts(ctx: &Context, args: &cli::Exposure, fleet: &Fleet) -> Result<Exposure> {
     let accounts = crate::app::accounts::resolve(&ctx.sdk, fleet).await?;
     let reached = ctx.assume_each(fleet, accounts).await;
-    let read = super::fanout::side_by_side(
+    let read = crate::app::fanout::side_by_side(
         ctx.settings.account_concurrency,
         reached.into_iter().map(|(account, sdk)| async move {
             let exposure = match sdk {

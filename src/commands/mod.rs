@@ -7,7 +7,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use aws_config::SdkConfig;
 use futures::future::LocalBoxFuture;
 
-pub use crate::app::{exit_code, fanout, Context, Fanout, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+pub use crate::app::{exit_code, Context, Fanout, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::cli::{self, Output};
 use crate::model::{Command, Plan};
 use crate::{Error, Result};
